@@ -1,0 +1,13 @@
+"""Prefect flows: bfs, mst and pipeline. Also runnable as `python -m flows.<name> INPUT ...`.
+
+Defaults that keep Prefect quiet and fast are set here, before Prefect is imported; a value
+already in the environment wins.
+"""
+import os
+
+for _name, _value in {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
+    "PREFECT_TASKS_DEFAULT_NO_CACHE": "true",
+}.items():
+    os.environ.setdefault(_name, _value)

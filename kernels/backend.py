@@ -1,0 +1,119 @@
+"""Backend selection: NumPy on the host, CuPy on an NVIDIA GPU.
+
+The backend is chosen once per run: an explicit name ("numpy" / "cupy"), else the environment
+variable GRAPH_BACKEND, else "auto" (CuPy when a CUDA device is usable, NumPy otherwise).
+Kernels never choose: they look at the module of the arrays they are given.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+BACKENDS = ("numpy", "cupy")
+ENV_VAR = "GRAPH_BACKEND"
+
+
+class BackendUnavailable(RuntimeError):
+    """The requested backend cannot run on this machine."""
+
+
+def cupy_usable() -> bool:
+    try:
+        import cupy
+    except Exception:
+        return False
+    try:
+        return bool(cupy.cuda.is_available())
+    except Exception:
+        return False
+
+
+def resolve(name: str | None = None) -> str:
+    """Name of the backend to use: 'numpy' or 'cupy'."""
+    name = (name or os.environ.get(ENV_VAR) or "auto").strip().lower()
+    if name == "auto":
+        return "cupy" if cupy_usable() else "numpy"
+    if name not in BACKENDS:
+        raise BackendUnavailable(f"unknown backend {name!r}: choose numpy, cupy or auto")
+    if name == "cupy" and not cupy_usable():
+        raise BackendUnavailable("backend 'cupy' requested but no usable CUDA device/CuPy install was found")
+    return name
+
+
+def module(name: str):
+    """The array module (numpy or cupy) for a resolved backend name."""
+    if name == "cupy":
+        import cupy
+
+        return cupy
+    return np
+
+
+def array_module(a):
+    """numpy or cupy, whichever owns array ``a``."""
+    if type(a).__module__.startswith("cupy"):
+        import cupy
+
+        return cupy
+    return np
+
+
+def is_gpu(a) -> bool:
+    return array_module(a) is not np
+
+
+def to_host(a):
+    """A NumPy copy of ``a`` (no copy when it already is one)."""
+    if a is None or isinstance(a, np.ndarray):
+        return a
+    return a.get()
+
+
+def to_backend(a, name: str):
+    """``a`` as an array of backend ``name``."""
+    if a is None:
+        return None
+    if name == "cupy":
+        import cupy
+
+        return cupy.asarray(a)
+    return to_host(a)
+
+
+def device_name(name: str) -> str:
+    """Human-readable name of the device a backend computes on."""
+    if name == "cupy":
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        label = props["name"]
+        return label.decode() if isinstance(label, bytes) else str(label)
+    import platform
+
+    return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+
+
+def synchronize(xp) -> None:
+    """Wait for queued device work (no-op on NumPy); call before stopping a timer."""
+    if xp is not np:
+        xp.cuda.get_current_stream().synchronize()
+
+
+def scatter_min(target, index, values) -> None:
+    """target[index[i]] = min(target[index[i]], values[i]) for every i, repeats included."""
+    if is_gpu(target):
+        import cupyx
+
+        cupyx.scatter_min(target, index, values)
+    else:
+        np.minimum.at(target, index, values)
+
+
+def scatter_max(target, index, values) -> None:
+    if is_gpu(target):
+        import cupyx
+
+        cupyx.scatter_max(target, index, values)
+    else:
+        np.maximum.at(target, index, values)

@@ -1,0 +1,1 @@
+"""Prefect tasks: thin wrappers that move data between Parquet I/O and the kernels."""
