@@ -138,6 +138,12 @@ def _path_max(parent, pweight, depth, a, b):
     return xp.where(last, xp.maximum(best, xp.maximum(pweight[a], pweight[b])), best)
 
 
+def _mask(xp, m, chosen):
+    mask = xp.zeros(m, dtype=bool)
+    mask[chosen] = True
+    return mask
+
+
 def verify_forest(src, dst, weight, n: int, chosen):
     """Check that edge indices ``chosen`` form a minimum spanning forest of (src, dst, weight)."""
     xp = array_module(src)
@@ -159,11 +165,12 @@ def verify_forest(src, dst, weight, n: int, chosen):
     if report["acyclic"] or report["one tree per component"]:
         report["minimum (cycle property)"] = -1  # not checkable on a non-spanning forest
         return report
+    rest = xp.flatnonzero(~_mask(xp, m, chosen))
+    if rest.shape[0] == 0:
+        report["minimum (cycle property)"] = 0  # every edge is in the forest
+        return report
     parent, pedge, depth, _ = _root_forest(fu, fv, n)
     pweight = xp.where(pedge >= 0, weight[chosen][xp.maximum(pedge, 0)], -np.inf)
-    in_forest = xp.zeros(m, dtype=bool)
-    in_forest[chosen] = True
-    rest = xp.flatnonzero(~in_forest)
     worst = _path_max(parent, pweight, depth, src[rest].astype(np.int64), dst[rest].astype(np.int64))
     report["minimum (cycle property)"] = int((weight[rest] < worst).sum())
     return report

@@ -1,0 +1,58 @@
+"""Shared fixtures. Prefect runs against one session-wide test server in a temporary home.
+
+Real graphs are found through one setting: $GRAPH_REALGRAPHS, else ../shared/realgraphs beside
+the checkout, else .realgraphs/ inside it (what a GPU run carries)."""
+import os
+import tempfile
+from pathlib import Path
+
+os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="prefect-home-")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+os.environ.setdefault("PREFECT_TASKS_DEFAULT_NO_CACHE", "true")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from kernels import backend as be  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED_EDGES = [(2, 3, 8), (0, 1, 4), (3, 4, 2), (1, 2, 2), (0, 2, 1), (4, 5, 3), (2, 4, 10), (3, 5, 6), (1, 3, 5)]
+REAL_GRAPHS = ["rome99", "bitcoinalpha", "luxembourg_osm", "netscience", "email_eu_core"]
+
+
+def realgraphs_dir() -> Path:
+    for candidate in (os.environ.get("GRAPH_REALGRAPHS"), ROOT.parent / "shared" / "realgraphs", ROOT / ".realgraphs"):
+        if candidate and Path(candidate, "rome99.parquet").exists():
+            return Path(candidate)
+    pytest.skip("real graphs not found: set GRAPH_REALGRAPHS")
+
+
+@pytest.fixture(params=["numpy", "cupy"])
+def backend(request):
+    """Each kernel test runs on every backend this machine can run."""
+    if request.param == "cupy" and not be.cupy_usable():
+        pytest.skip("CuPy backend needs a usable CUDA device")
+    return request.param
+
+
+@pytest.fixture
+def xp(backend):
+    return be.module(backend)
+
+
+@pytest.fixture(scope="session")
+def prefect_server():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=90):
+        yield
+
+
+def host(a):
+    return be.to_host(a)
+
+
+def as_np(*arrays):
+    return [np.asarray(host(a)) for a in arrays]

@@ -1,0 +1,53 @@
+"""Reference answers from independent code: scipy, networkx and a plain serial BFS."""
+from collections import deque
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+
+def serial_bfs(n, src, dst, sources, directed=False, depth_limit=None):
+    """Textbook queue BFS (seed 22.1) on Python lists: distances, -1 when unreached."""
+    adj = [[] for _ in range(n)]
+    for a, b in zip(src.tolist(), dst.tolist()):
+        adj[a].append(b)
+        if not directed:
+            adj[b].append(a)
+    dist = [-1] * n
+    queue = deque()
+    for s in sources:
+        if dist[s] < 0:
+            dist[s] = 0
+            queue.append(s)
+    while queue:
+        v = queue.popleft()
+        if depth_limit is not None and dist[v] >= depth_limit:
+            continue
+        for w in adj[v]:
+            if dist[w] < 0:
+                dist[w] = dist[v] + 1
+                queue.append(w)
+    return np.array(dist)
+
+
+def scipy_bfs_distances(n, src, dst, sources, directed=False):
+    a = sp.csr_matrix((np.ones(src.shape[0]), (src, dst)), shape=(n, n))
+    d = csgraph.shortest_path(a, directed=directed, unweighted=True, indices=list(sources))
+    d = np.atleast_2d(d).min(axis=0)
+    return np.where(np.isinf(d), -1, d).astype(np.int64)
+
+
+def scipy_msf_weight(n, src, dst, weight):
+    """Total weight of scipy's minimum spanning forest, minding its traps: a sparse matrix sums
+    parallel edges and drops zero entries, so keep the lightest edge per pair and shift all
+    weights to be positive (a uniform shift does not change which forest is minimum)."""
+    keep = src != dst
+    a, b, w = np.minimum(src, dst)[keep], np.maximum(src, dst)[keep], weight[keep]
+    order = np.lexsort((w, b, a))
+    a, b, w = a[order], b[order], w[order]
+    first = np.ones(a.shape[0], dtype=bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    a, b, w = a[first], b[first], w[first]
+    shift = 1.0 - w.min() if w.size else 0.0
+    t = csgraph.minimum_spanning_tree(sp.csr_matrix((w + shift, (a, b)), shape=(n, n)))
+    return float(t.sum()) - shift * t.nnz, t.nnz

@@ -1,0 +1,162 @@
+"""Flows and the command line, end to end on real Parquet files under a real Prefect server."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from flows import bfs as bfs_cli
+from flows import mst as mst_cli
+from flows import pipeline as pipeline_cli
+from flows.mst import mst_flow
+from kernels.msf import MSFResult
+from tests.conftest import ROOT, SEED_EDGES, realgraphs_dir
+from tests.references import scipy_bfs_distances, scipy_msf_weight
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+def write(path, **columns):
+    pq.write_table(pa.table(columns), path)
+    return str(path)
+
+
+def seed_file(tmp_path, name="seed.parquet"):
+    s, d, w = zip(*SEED_EDGES)
+    return write(tmp_path / name, src=pa.array(s, pa.int64()), dst=pa.array(d, pa.int64()),
+                 weight=pa.array(w, pa.float64()))
+
+
+def run(main, argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_mst_cli_on_seed_graph(tmp_path, capsys):
+    code, out, err = run(mst_cli.main, [seed_file(tmp_path), "--output", str(tmp_path / "out")], capsys)
+    assert code == 0, err
+    t = pq.read_table(tmp_path / "out" / "mst_edges.parquet")
+    assert t.column_names == ["src", "dst", "weight"]
+    assert sorted(tuple(sorted(p)) for p in zip(t["src"].to_pylist(), t["dst"].to_pylist())) == [
+        (0, 2), (1, 2), (1, 3), (3, 4), (4, 5)]
+    assert sum(t["weight"].to_pylist()) == 13
+    assert f"wrote {tmp_path / 'out' / 'mst_edges.parquet'}" in out
+
+
+def test_bfs_cli_on_seed_graph(tmp_path, capsys):
+    code, _, err = run(bfs_cli.main, [seed_file(tmp_path), "--source", "0", "--output", str(tmp_path / "o")], capsys)
+    assert code == 0, err
+    t = pq.read_table(tmp_path / "o" / "bfs_distances.parquet")
+    assert t.column_names == ["vertex", "distance", "predecessor"]
+    assert t["vertex"].to_pylist() == [0, 1, 2, 3, 4, 5]
+    assert t["distance"].to_pylist() == [0, 1, 1, 2, 2, 3]
+    assert t["predecessor"].to_pylist()[0] is None
+
+
+def test_default_output_is_output_slash_stem(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(mst_cli.main, [seed_file(tmp_path, "my_graph.parquet")], capsys)
+    assert code == 0, err
+    assert (tmp_path / "output" / "my_graph" / "mst_edges.parquet").exists()
+
+
+@pytest.mark.parametrize("name", ["bitcoinalpha", "email_eu_core"])
+def test_pipeline_cli_on_real_graph_matches_scipy(tmp_path, capsys, name):
+    path = str(realgraphs_dir() / f"{name}.parquet")
+    code, _, err = run(pipeline_cli.main, [path, "--source", "1", "--source", "7", "--output", str(tmp_path)], capsys)
+    assert code == 0, err
+    t = pq.read_table(path)
+    s, d, w = (t[c].to_numpy() for c in ("src", "dst", "weight"))
+    ids = np.unique(np.concatenate([s, d]))
+    si, di = np.searchsorted(ids, s), np.searchsorted(ids, d)
+    dist = pq.read_table(tmp_path / "bfs_distances.parquet")
+    assert dist["vertex"].to_pylist() == ids.tolist()
+    expected = scipy_bfs_distances(ids.size, si, di, np.searchsorted(ids, [1, 7]))
+    got = np.array([-1 if x is None else x for x in dist["distance"].to_pylist()])
+    assert np.array_equal(got, expected)
+    forest = pq.read_table(tmp_path / "mst_edges.parquet")
+    total, count = scipy_msf_weight(ids.size, si, di, w)
+    assert forest.num_rows == count
+    assert sum(forest["weight"].to_pylist()) == pytest.approx(total)
+
+
+def test_directed_depth_limited_bfs_and_unreached_nulls(tmp_path, capsys):
+    path = write(tmp_path / "g.parquet", src=pa.array([0, 1, 2, 9]), dst=pa.array([1, 2, 3, 0]))
+    code, _, err = run(bfs_cli.main, [path, "--source", "0", "--directed", "--depth-limit", "2",
+                                      "--output", str(tmp_path / "o")], capsys)
+    assert code == 0, err
+    t = pq.read_table(tmp_path / "o" / "bfs_distances.parquet")
+    assert t["vertex"].to_pylist() == [0, 1, 2, 3, 9]
+    assert t["distance"].to_pylist() == [0, 1, 2, None, None]
+    assert t["predecessor"].to_pylist() == [None, 0, 1, None, None]
+
+
+def test_string_ids_round_trip(tmp_path, capsys):
+    path = write(tmp_path / "s.parquet", src=pa.array(["paris", "lyon", "nice", "lyon"]),
+                 dst=pa.array(["lyon", "nice", "paris", "lille"]), weight=pa.array([3.0, 1.0, 2.0, 5.0]))
+    code, _, err = run(pipeline_cli.main, [path, "--source", "paris", "--output", str(tmp_path / "o")], capsys)
+    assert code == 0, err
+    dist = pq.read_table(tmp_path / "o" / "bfs_distances.parquet").to_pylist()
+    assert {r["vertex"]: (r["distance"], r["predecessor"]) for r in dist} == {
+        "paris": (0, None), "lyon": (1, "paris"), "nice": (1, "paris"), "lille": (2, "lyon")}
+    forest = pq.read_table(tmp_path / "o" / "mst_edges.parquet").to_pylist()
+    assert sorted((r["src"], r["dst"], r["weight"]) for r in forest) == [
+        ("lyon", "lille", 5.0), ("lyon", "nice", 1.0), ("nice", "paris", 2.0)]
+
+
+def test_huge_and_negative_integer_ids_round_trip(tmp_path, capsys):
+    big, small = 2**63 - 1, -(2**63)
+    path = write(tmp_path / "h.parquet", src=pa.array([big, small, -5], pa.int64()),
+                 dst=pa.array([small, -5, 7], pa.int64()), weight=pa.array([1.0, 2.0, 3.0]))
+    code, _, err = run(bfs_cli.main, [path, "--source", str(big), "--output", str(tmp_path / "o")], capsys)
+    assert code == 0, err
+    rows = pq.read_table(tmp_path / "o" / "bfs_distances.parquet").to_pylist()
+    assert rows == [{"vertex": small, "distance": 1, "predecessor": big},
+                    {"vertex": -5, "distance": 2, "predecessor": small},
+                    {"vertex": 7, "distance": 3, "predecessor": -5},
+                    {"vertex": big, "distance": 0, "predecessor": None}]
+
+
+def test_flow_returns_summary_and_completes(tmp_path):
+    state = mst_flow(seed_file(tmp_path), output=str(tmp_path / "o"), return_state=True)
+    assert state.is_completed()
+    summary = state.result()
+    assert summary["forest_edges"] == 5 and summary["components"] == 1 and summary["backend"] == "numpy"
+
+
+def test_failed_validation_publishes_nothing_and_keeps_previous_outputs(tmp_path, monkeypatch):
+    out = tmp_path / "o"
+    assert mst_flow(seed_file(tmp_path), output=str(out))["forest_edges"] == 5
+    before = (out / "mst_edges.parquet").read_bytes()
+    import tasks.graph_tasks as gt
+
+    def broken_forest(edges):  # drops one edge: no longer spanning
+        return MSFResult(edges=np.array([0, 2, 3, 4]), components=2, rounds=1, bands=1)
+
+    monkeypatch.setattr(gt, "minimum_spanning_forest", broken_forest)
+    state = mst_flow(seed_file(tmp_path), output=str(out), return_state=True)
+    assert state.is_failed()
+    assert "failed validation" in state.message or "failed validation" in str(state.result(raise_on_failure=False))
+    assert (out / "mst_edges.parquet").read_bytes() == before
+    assert sorted(p.name for p in out.iterdir()) == ["mst_edges.parquet"]
+
+
+def test_cli_process_exit_codes_and_one_line_errors(tmp_path):
+    """The real `python -m flows.mst` process: exit 0 and a wrote line; exit 1 and exactly one
+    stderr line for a missing file, with nothing created."""
+    from prefect.settings import PREFECT_API_URL
+
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
+    ok = subprocess.run([sys.executable, "-m", "flows.mst", seed_file(tmp_path), "--output", str(tmp_path / "o")],
+                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert "wrote" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "flows.mst", str(tmp_path / "missing.parquet"), "--output",
+                          str(tmp_path / "o2")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1
+    assert bad.stderr.strip().splitlines() == [f"error: {tmp_path / 'missing.parquet'}: input not found"]
+    assert not (tmp_path / "o2").exists()

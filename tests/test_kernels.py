@@ -1,0 +1,304 @@
+"""One test base for the kernels, run on every usable backend (NumPy here, CuPy on a GPU)."""
+import math
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kernels import backend as be
+from kernels.bfs import bfs
+from kernels.graph import build_graph, edge_list, renumber
+from kernels.msf import minimum_spanning_forest
+from kernels.verify import kruskal, verify_bfs, verify_forest
+from tests.conftest import REAL_GRAPHS, SEED_EDGES, as_np, realgraphs_dir
+from tests.references import scipy_bfs_distances, scipy_msf_weight, serial_bfs
+
+
+def prepared(backend, src, dst, weight=None):
+    src, dst = be.to_backend(np.asarray(src), backend), be.to_backend(np.asarray(dst), backend)
+    w = None if weight is None else be.to_backend(np.asarray(weight, dtype=np.float64), backend)
+    s, d, ids = renumber(src, dst)
+    return edge_list(s, d, w, int(ids.shape[0])), ids
+
+
+def seed(backend):
+    s, d, w = (np.array(c) for c in zip(*SEED_EDGES))
+    return prepared(backend, s, d, w)
+
+
+def all_zero(report):
+    return all(v == 0 for v in report.values())
+
+
+# ---- the seeds' graph: exact answers --------------------------------------------------------
+
+def test_seed_graph_bfs_distances(backend):
+    edges, _ = seed(backend)
+    r = bfs(build_graph(edges), [0])
+    assert as_np(r.distance)[0].tolist() == [0, 1, 1, 2, 2, 3]
+    assert all_zero(verify_bfs(edges.src, edges.dst, edges.n, [0], r.distance, r.predecessor))
+
+
+def test_seed_graph_mst(backend):
+    edges, _ = seed(backend)
+    f = minimum_spanning_forest(edges)
+    chosen = sorted(tuple(sorted(SEED_EDGES[e][:2])) for e in as_np(f.edges)[0].tolist())
+    assert chosen == [(0, 2), (1, 2), (1, 3), (3, 4), (4, 5)]
+    assert float(as_np(edges.weight[f.edges])[0].sum()) == 13
+    assert f.components == 1
+
+
+def test_seed_graph_csr_is_symmetric_and_complete(backend):
+    edges, _ = seed(backend)
+    g = build_graph(edges)
+    indptr, indices = as_np(g.out.indptr, g.out.indices)
+    assert indptr.tolist() == [0, 2, 5, 9, 13, 16, 18]
+    for v in range(6):
+        expected = sorted([b for a, b, _ in SEED_EDGES if a == v] + [a for a, b, _ in SEED_EDGES if b == v])
+        assert sorted(indices[indptr[v]:indptr[v + 1]].tolist()) == expected
+
+
+def test_directed_csr_keeps_input_order_within_rows(backend):
+    edges, _ = prepared(backend, [0, 1, 0, 2, 0], [3, 0, 1, 0, 2])
+    g = build_graph(edges, directed=True)
+    indptr, indices = as_np(g.out.indptr, g.out.indices)
+    assert indices[indptr[0]:indptr[1]].tolist() == [3, 1, 2]
+    rin, iin = as_np(g.inc.indptr, g.inc.indices)
+    assert iin[rin[0]:rin[1]].tolist() == [1, 2]
+
+
+# ---- real graphs against scipy / networkx ---------------------------------------------------
+
+def load_real(name):
+    t = pq.read_table(realgraphs_dir() / f"{name}.parquet")
+    return [t[c].to_numpy() for c in ("src", "dst", "weight")]
+
+
+@pytest.mark.parametrize("name", REAL_GRAPHS)
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+def test_real_graph_bfs_matches_scipy(backend, name, directed):
+    s, d, _ = load_real(name)
+    edges, _ = prepared(backend, s, d)
+    g = build_graph(edges, directed=directed)
+    src_h, dst_h = as_np(edges.src, edges.dst)
+    degree = np.bincount(src_h, minlength=edges.n) + np.bincount(dst_h, minlength=edges.n)
+    sources = [int(np.argmax(degree)), 0]
+    r = bfs(g, sources)
+    expected = scipy_bfs_distances(edges.n, src_h, dst_h, sources, directed=directed)
+    assert np.array_equal(as_np(r.distance)[0], expected)
+    assert all_zero(verify_bfs(edges.src, edges.dst, edges.n, sources, r.distance, r.predecessor, directed))
+
+
+@pytest.mark.parametrize("name", REAL_GRAPHS)
+def test_real_graph_msf_matches_scipy_and_kruskal(backend, name):
+    s, d, w = load_real(name)
+    edges, _ = prepared(backend, s, d, w)
+    f = minimum_spanning_forest(edges)
+    src_h, dst_h, w_h, chosen = as_np(edges.src, edges.dst, edges.weight, f.edges)
+    ours = math.fsum(w_h[chosen].tolist())
+    ref_total, ref_edges = kruskal(src_h, dst_h, w_h, edges.n)
+    sci_total, sci_count = scipy_msf_weight(edges.n, src_h, dst_h, w_h)
+    assert ours == ref_total
+    assert ours == pytest.approx(sci_total, rel=1e-12, abs=1e-9)
+    assert chosen.shape[0] == len(ref_edges) == sci_count
+    # the documented tie rule (weight, then input order) is Kruskal's: identical edge sets
+    assert np.array_equal(np.sort(chosen), ref_edges)
+    assert all_zero(verify_forest(edges.src, edges.dst, edges.weight, edges.n, f.edges))
+
+
+def test_netscience_forest_matches_networkx():
+    nx = pytest.importorskip("networkx")
+    s, d, w = load_real("netscience")
+    g = nx.MultiGraph()
+    g.add_weighted_edges_from((int(a), int(b), float(c)) for a, b, c in zip(s, d, w) if a != b)
+    ref = sum(data["weight"] for *_, data in nx.minimum_spanning_edges(g, data=True))
+    edges, _ = prepared("numpy", s, d, w)
+    f = minimum_spanning_forest(edges)
+    assert float(edges.weight[f.edges].sum()) == pytest.approx(ref)
+    assert f.components == nx.number_connected_components(g) + (edges.n - g.number_of_nodes())
+
+
+def test_luxembourg_is_high_diameter_and_level_synchronous(backend):
+    s, d, _ = load_real("luxembourg_osm")
+    edges, _ = prepared(backend, s, d)
+    r = bfs(build_graph(edges), [0])
+    dist = as_np(r.distance)[0]
+    assert dist.max() > 900  # a road network: about a thousand levels
+    assert r.levels == dist.max() + 1  # the last step finds nothing and ends the search
+
+
+# ---- multi-source, depth limit, directed ---------------------------------------------------
+
+def test_multiple_sources_take_the_nearest(backend):
+    # a path 0-1-2-3-4-5-6 with sources at both ends
+    edges, _ = prepared(backend, np.arange(6), np.arange(1, 7))
+    r = bfs(build_graph(edges), [0, 6])
+    assert as_np(r.distance)[0].tolist() == [0, 1, 2, 3, 2, 1, 0]
+
+
+def test_depth_limit_stops_the_search(backend):
+    edges, _ = prepared(backend, np.arange(6), np.arange(1, 7))
+    r = bfs(build_graph(edges), [0], depth_limit=2)
+    assert as_np(r.distance)[0].tolist() == [0, 1, 2, -1, -1, -1, -1]
+    assert all_zero(verify_bfs(edges.src, edges.dst, edges.n, [0], r.distance, r.predecessor, False, 2))
+
+
+def test_depth_limit_zero_reaches_only_sources(backend):
+    edges, _ = seed(backend)
+    r = bfs(build_graph(edges), [3], depth_limit=0)
+    assert as_np(r.distance)[0].tolist() == [-1, -1, -1, 0, -1, -1]
+
+
+def test_directed_bfs_follows_arcs_only(backend):
+    edges, _ = prepared(backend, [0, 1, 3], [1, 2, 2])
+    r = bfs(build_graph(edges, directed=True), [0])
+    assert as_np(r.distance)[0].tolist() == [0, 1, 2, -1]
+
+
+def test_isolated_source_and_self_loops(backend):
+    # vertex 5 only has a self-loop: it is a vertex of the graph but has no edges
+    edges, ids = prepared(backend, [0, 1, 5], [1, 2, 5])
+    assert as_np(ids)[0].tolist() == [0, 1, 2, 5] and edges.m == 2
+    r = bfs(build_graph(edges), [3])
+    assert as_np(r.distance)[0].tolist() == [-1, -1, -1, 0]
+
+
+def test_bad_sources_are_rejected(backend):
+    edges, _ = seed(backend)
+    g = build_graph(edges)
+    with pytest.raises(ValueError, match="out of range"):
+        bfs(g, [6])
+    with pytest.raises(ValueError, match="at least one"):
+        bfs(g, [])
+    with pytest.raises(ValueError, match="depth limit"):
+        bfs(g, [0], depth_limit=-1)
+
+
+# ---- renumbering -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ids", [
+    np.array([-(2**63), 2**63 - 1, -5, 0, 17], dtype=np.int64),
+    np.array([2**64 - 1, 2**63, 3, 0, 9], dtype=np.uint64),
+    np.array([10, 10_000_000, 5, 7, 8], dtype=np.int32),
+], ids=["int64-extremes", "uint64-above-2^63", "sparse-int32"])
+def test_renumber_round_trips_any_integer_ids(backend, ids):
+    src, dst = ids[[0, 1, 2, 3]], ids[[1, 2, 3, 4]]
+    edges, dense_ids = prepared(backend, src, dst)
+    back = as_np(dense_ids)[0]
+    assert np.array_equal(back, np.sort(ids))
+    assert np.array_equal(back[as_np(edges.src)[0]], src) and np.array_equal(back[as_np(edges.dst)[0]], dst)
+
+
+def test_dense_ids_need_no_renumbering(backend):
+    edges, ids = prepared(backend, [0, 1, 2], [1, 2, 3])
+    assert as_np(ids)[0].tolist() == [0, 1, 2, 3] and as_np(edges.src)[0].tolist() == [0, 1, 2]
+
+
+# ---- properties over random graphs ----------------------------------------------------------
+
+@st.composite
+def random_graphs(draw):
+    n = draw(st.integers(1, 30))
+    m = draw(st.integers(0, 90))
+    ends = st.integers(0, n - 1)
+    src = np.array(draw(st.lists(ends, min_size=m, max_size=m)), dtype=np.int64)
+    dst = np.array(draw(st.lists(ends, min_size=m, max_size=m)), dtype=np.int64)
+    # few distinct weights: heavy ties, zero and negative weights
+    w = np.array(draw(st.lists(st.sampled_from([-3.0, -0.5, 0.0, 0.0, 1.0, 1.0, 2.5, 7.0]), min_size=m, max_size=m)))
+    # isolated vertices: one self-loop per vertex makes every id 0..n-1 a vertex
+    loops = np.arange(n)
+    return np.concatenate([src, loops]), np.concatenate([dst, loops]), np.concatenate([w, np.zeros(n)]), n
+
+
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+@PROPERTY
+@given(g=random_graphs(), data=st.data())
+def test_property_bfs_equals_serial_bfs(backend, g, data):
+    src, dst, _, n = g
+    directed = data.draw(st.booleans())
+    limit = data.draw(st.one_of(st.none(), st.integers(0, 4)))
+    sources = sorted(set(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=3))))
+    edges, _ = prepared(backend, src, dst)
+    r = bfs(build_graph(edges, directed=directed), sources, depth_limit=limit)
+    s_h, d_h = as_np(edges.src, edges.dst)
+    expected = serial_bfs(n, s_h, d_h, sources, directed=directed, depth_limit=limit)
+    assert np.array_equal(as_np(r.distance)[0], expected)
+    assert all_zero(verify_bfs(edges.src, edges.dst, n, sources, r.distance, r.predecessor, directed, limit))
+
+
+@PROPERTY
+@given(g=random_graphs())
+def test_property_msf_equals_kruskal(backend, g):
+    src, dst, w, n = g
+    edges, _ = prepared(backend, src, dst, w)
+    f = minimum_spanning_forest(edges)
+    s_h, d_h, w_h, chosen = as_np(edges.src, edges.dst, edges.weight, f.edges)
+    total, ref = kruskal(s_h, d_h, w_h, n)
+    assert np.array_equal(chosen, ref)  # unique under the tie rule: identical edge sets
+    assert math.fsum(w_h[chosen].tolist()) == total
+    assert f.components == n - chosen.shape[0]
+    assert all_zero(verify_forest(edges.src, edges.dst, edges.weight, n, f.edges))
+
+
+def test_msf_bands_split_a_larger_graph(backend):
+    """Enough edges that the heavy-edge filter cuts several bands; still Kruskal's forest."""
+    rng = np.random.default_rng(7)
+    n, m = 20_000, 400_000
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    w = rng.integers(0, 1000, m).astype(float)  # many ties across band boundaries
+    edges, _ = prepared(backend, src, dst, w)
+    f = minimum_spanning_forest(edges)
+    assert f.bands > 1
+    s_h, d_h, w_h, chosen = as_np(edges.src, edges.dst, edges.weight, f.edges)
+    _, ref = kruskal(s_h, d_h, w_h, edges.n)
+    assert np.array_equal(chosen, ref)
+
+
+def test_same_answers_on_repeated_runs(backend):
+    s, d, w = load_real("bitcoinalpha")
+    edges, _ = prepared(backend, s, d, w)
+    g = build_graph(edges)
+    first_bfs, first_msf = bfs(g, [0]), minimum_spanning_forest(edges)
+    for _ in range(3):
+        again = bfs(g, [0])
+        assert np.array_equal(as_np(again.predecessor)[0], as_np(first_bfs.predecessor)[0])
+        assert np.array_equal(as_np(minimum_spanning_forest(edges).edges)[0], as_np(first_msf.edges)[0])
+
+
+def test_msf_needs_weights(backend):
+    edges, _ = prepared(backend, [0], [1])
+    with pytest.raises(ValueError, match="weights"):
+        minimum_spanning_forest(edges)
+
+
+# ---- the verifiers catch wrong answers ------------------------------------------------------
+
+def test_bfs_verifier_catches_wrong_results(backend, xp):
+    edges, _ = seed(backend)
+    r = bfs(build_graph(edges), [0])
+    check = lambda dist, pred: verify_bfs(edges.src, edges.dst, edges.n, [0], dist, pred)
+    dist = r.distance.copy(); dist[5] = 2  # too close
+    assert not all_zero(check(dist, r.predecessor))
+    pred = r.predecessor.copy(); pred[5] = 1  # 1-5 is not an edge
+    assert check(r.distance, pred)["tree edges are input edges"] > 0
+    dist = r.distance.copy(); pred = r.predecessor.copy(); dist[5] = -1; pred[5] = -1  # not spanning
+    assert check(dist, pred)["input edges span at most one level"] > 0
+    pred = r.predecessor.copy(); pred[0] = 1  # root is not its own parent
+    assert check(r.distance, pred)["tree rooted at the sources"] > 0
+
+
+def test_forest_verifier_catches_wrong_forests(backend, xp):
+    edges, _ = seed(backend)
+    good = minimum_spanning_forest(edges).edges
+    check = lambda chosen: verify_forest(edges.src, edges.dst, edges.weight, edges.n, xp.asarray(chosen))
+    g = as_np(good)[0].tolist()
+    assert all_zero(check(g))
+    assert check(g[:-1])["one tree per component"] > 0  # not spanning
+    assert check(g + [6])["acyclic"] > 0  # (2,4,10) closes a cycle
+    assert check(g[:-1] + [g[-2]])["edges are distinct input edges"] > 0
+    heavier = [e for e in g if e != 4] + [1]  # swap (0,2,1) for (0,1,4): spanning, not minimum
+    assert check(heavier)["minimum (cycle property)"] > 0
