@@ -20,3 +20,9 @@ test: $(STAMP)
 
 clean:
 	rm -rf $(VENV) output
+
+# On the H200 (no registry there): wheels from ../shared/tools/device-wheels.sh carried in .whl/,
+# real graphs carried in .realgraphs/. Runs the whole suite; CuPy cases run where a GPU is usable.
+test-gpu:
+	python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+	PYTHONPATH=/tmp/site:$(CURDIR) GRAPH_REALGRAPHS=$(CURDIR)/.realgraphs python3 -m pytest -q -p no:cacheprovider

@@ -110,10 +110,10 @@ def scatter_min(target, index, values) -> None:
         np.minimum.at(target, index, values)
 
 
-def scatter_max(target, index, values) -> None:
-    if is_gpu(target):
-        import cupyx
-
-        cupyx.scatter_max(target, index, values)
-    else:
-        np.maximum.at(target, index, values)
+def segment_owner(counts):
+    """For segments of the given lengths laid end to end, the segment of every position
+    (np.repeat(arange(len(counts)), counts), which CuPy's repeat cannot do)."""
+    xp = array_module(counts)
+    ends = xp.cumsum(counts)
+    total = int(ends[-1]) if counts.shape[0] else 0
+    return xp.searchsorted(ends, xp.arange(total), side="right")

@@ -57,16 +57,16 @@ def minimum_spanning_forest(edges: EdgeList) -> MSFResult:
     if edges.weight is None:
         raise ValueError("a minimum spanning forest needs edge weights")
     if is_gpu(edges.src):
-        from kernels.gpu import msf_gpu
+        from kernels.gpu import boruvka_band_gpu
 
-        return msf_gpu(edges)
-    return _msf_host(edges)
+        return _msf_bands(edges, boruvka_band_gpu)
+    return _msf_bands(edges, _boruvka_band)
 
 
-def _boruvka_band(u, v, eid, parent, n):
-    """Boruvka rounds on one band (edges sorted by rank, endpoints are representatives).
-    Hooks ``parent`` in place; returns the accepted edge ids and the number of rounds."""
-    accepted, rounds = [], 0
+def _boruvka_band(u, v, eid, parent, n, accepted):
+    """Boruvka rounds on one band (edges sorted by rank, ends are representatives), on the host.
+    Hooks and compresses ``parent`` in place, flags accepted edges; returns the rounds."""
+    rounds = 0
     while u.shape[0]:
         k = u.shape[0]
         position = np.arange(k, dtype=np.int64)
@@ -83,51 +83,47 @@ def _boruvka_band(u, v, eid, parent, n):
         # two components that chose each other chose the same edge: the smaller one stays root
         mutual = (parent[other] == comps) & (comps < other)
         parent[comps[mutual]] = comps[mutual]
-        accepted.append(eid[e[~mutual]])  # one edge per hooked component: no duplicates
-        while True:  # pointer jumping until every hooked component points at its root
-            grand = parent[parent[comps]]
-            if np.array_equal(grand, parent[comps]):
+        accepted[eid[e[~mutual]]] = 1  # one edge per hooked component: no duplicates
+        while True:  # pointer jumping until every vertex points at its root
+            grand = parent[parent]
+            if np.array_equal(grand, parent):
                 break
-            parent[comps] = grand
+            parent[:] = grand
         u, v = parent[u], parent[v]
         crossing = u != v
         u, v, eid = u[crossing], v[crossing], eid[crossing]
         rounds += 1
-    return accepted, rounds
+    return rounds
 
 
-def _msf_host(edges: EdgeList) -> MSFResult:
+def _msf_bands(edges: EdgeList, solve_band) -> MSFResult:
+    """Bands of light edges, each solved by Boruvka rounds; ``parent`` maps every vertex to its
+    component's representative after each band (the band solvers compress it fully)."""
+    xp = array_module(edges.src)
     n = edges.n
-    parent = np.arange(n, dtype=np.int32)
-    rep = parent.copy()
+    parent = xp.arange(n, dtype=np.int32)
+    accepted = xp.zeros(edges.m, dtype=np.uint8)
     u, v, w = edges.src, edges.dst, edges.weight
-    eid = np.arange(edges.m, dtype=np.int64)  # ascending: stable sorts below keep index order
-    accepted, rounds, bands, live = [], 0, 0, n
+    eid = xp.arange(edges.m, dtype=np.int64)  # ascending: stable sorts below keep index order
+    rounds, bands, live = 0, 0, n
     while u.shape[0]:
-        u, v = rep[u], rep[v]
+        u, v = parent[u], parent[v]
         crossing = u != v
         u, v, w, eid = u[crossing], v[crossing], w[crossing], eid[crossing]
         if u.shape[0] == 0:
             break
         target = max(BAND_MIN, BAND_FACTOR * live)
         if u.shape[0] > 2 * target:
-            light = w <= band_threshold(np, w, target)
+            light = w <= band_threshold(xp, w, target)
             heavy = ~light
             bu, bv, bw, be = u[light], v[light], w[light], eid[light]
             u, v, w, eid = u[heavy], v[heavy], w[heavy], eid[heavy]
         else:
             bu, bv, bw, be = u, v, w, eid
             u = u[:0]
-        order = np.argsort(bw, kind="stable")
-        got, r = _boruvka_band(bu[order], bv[order], be[order], parent, n)
-        accepted.extend(got)
-        rounds += r
+        order = xp.argsort(bw, kind="stable")
+        rounds += solve_band(bu[order], bv[order], be[order], parent, n, accepted)
         bands += 1
-        while True:  # every vertex to its current representative
-            nxt = parent[rep]
-            if np.array_equal(nxt, rep):
-                break
-            rep = nxt
-        live = n - sum(int(a.shape[0]) for a in accepted)
-    chosen = np.sort(np.concatenate(accepted)) if accepted else np.empty(0, np.int64)
+        live = n - int(accepted.sum())
+    chosen = xp.flatnonzero(accepted).astype(np.int64)
     return MSFResult(edges=chosen, components=n - int(chosen.shape[0]), rounds=rounds, bands=bands)

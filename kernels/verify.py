@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from kernels.backend import array_module, scatter_max, scatter_min
+from kernels.backend import array_module, scatter_min, segment_owner
 
 
 def connected_components(src, dst, n: int):
@@ -101,9 +101,9 @@ def _root_forest(fu, fv, n: int):
     d = 0
     while frontier.shape[0]:
         cnt = start[frontier + 1] - start[frontier]
-        owner = xp.repeat(frontier, cnt)
-        first = xp.cumsum(cnt) - cnt
-        pos = xp.arange(int(cnt.sum())) - xp.repeat(first, cnt) + xp.repeat(start[frontier], cnt)
+        seg = segment_owner(cnt)
+        owner = frontier[seg]
+        pos = xp.arange(seg.shape[0]) - (xp.cumsum(cnt) - cnt)[seg] + start[frontier][seg]
         nb, ne = b[pos], eidx[pos]
         new = depth[nb] < 0  # a forest reaches each vertex through one edge only
         nb, ne, owner = nb[new], ne[new], owner[new]

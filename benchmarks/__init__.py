@@ -1,0 +1,1 @@
+"""The harness behind every performance figure in the README: ``python -m benchmarks``."""

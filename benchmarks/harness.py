@@ -1,0 +1,209 @@
+"""Benchmark cases. Kernels, baselines and verifiers are separate callables (as in GAPBS);
+roots come from a fixed seed; timings exclude validation; GPU timers stop after a sync.
+
+BFS TEPS follow Graph500: input edges (self-loops dropped) whose endpoints were reached, over
+the search time, harmonic mean over the roots. seconds = mean time per root, so speedup is the
+ratio of harmonic-mean TEPS. MST and CSR report input edges (arcs for CSR) per second."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from kernels import backend as be
+from kernels.bfs import bfs
+from kernels.graph import build_graph, edge_list, renumber
+from kernels.msf import minimum_spanning_forest
+from kernels.verify import verify_bfs, verify_forest
+
+ALGOS = ("csr", "bfs", "mst")
+BASELINES = ("scipy", "spmv", "seed")
+
+
+def load_graph(spec: str, xp):
+    kind, _, arg = spec.partition(":")
+    if kind == "kron":
+        from data.generators import kronecker
+
+        return kronecker(xp, int(arg))
+    if kind == "grid":
+        from data.generators import grid
+
+        return grid(xp, int(arg))
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        t = pq.read_table(arg)
+        w = t["weight"].to_numpy() if "weight" in t.column_names else np.ones(t.num_rows)
+        return tuple(xp.asarray(a) for a in (t["src"].to_numpy(), t["dst"].to_numpy(), w))
+    raise SystemExit(f"unknown graph {spec!r}: use kron:SCALE, grid:SIDE or parquet:PATH")
+
+
+def timed(xp, fn, *args):
+    be.synchronize(xp)
+    start = time.perf_counter()
+    out = fn(*args)
+    be.synchronize(xp)
+    return out, time.perf_counter() - start
+
+
+def median_time(xp, repeat, fn, *args):
+    timed(xp, fn, *args)  # warm-up: kernel compilation and allocator pools
+    runs = [timed(xp, fn, *args) for _ in range(repeat)]
+    return runs[-1][0], statistics.median(t for _, t in runs)
+
+
+def pick_roots(src_h, dst_h, n, count, seed=2):
+    degree = np.bincount(src_h, minlength=n) + np.bincount(dst_h, minlength=n)
+    candidates = np.flatnonzero(degree > 0)
+    rng = np.random.default_rng(seed)
+    return rng.choice(candidates, size=min(count, candidates.size), replace=False)
+
+
+def scipy_csr(edges_h, symmetric=True):
+    import scipy.sparse as sp
+
+    rows, cols = edges_h
+    if symmetric:
+        rows, cols = np.concatenate([rows, cols]), np.concatenate([cols, rows])
+    return sp.coo_matrix((np.ones(rows.shape[0], np.float32), (rows, cols)),
+                         shape=(int(max(rows.max(), cols.max())) + 1,) * 2).tocsr()
+
+
+def bench_csr(ctx, repeat):
+    xp, edges = ctx["xp"], ctx["edges"]
+    graph, seconds = median_time(xp, repeat, build_graph, edges, False)
+    ctx["graph"] = graph
+    rec = {"seconds": seconds, "edges": graph.out.nnz, "edges_per_second": graph.out.nnz / seconds}
+    indptr = be.to_host(graph.out.indptr)
+    rec["validated"] = bool(indptr[-1] == 2 * edges.m and (np.diff(indptr) >= 0).all())
+    baselines = {}
+    if "scipy" in ctx["baselines"]:
+        host = (be.to_host(edges.src), be.to_host(edges.dst))
+        _, baselines["scipy"] = median_time(np, repeat, scipy_csr, host)
+    return rec, baselines
+
+
+def bench_bfs(ctx, repeat, roots_count):
+    xp, edges = ctx["xp"], ctx["edges"]
+    graph = ctx.get("graph") or build_graph(edges, False)
+    src_h, dst_h = be.to_host(edges.src), be.to_host(edges.dst)
+    roots = pick_roots(src_h, dst_h, edges.n, roots_count)
+    bfs(graph, [int(roots[0])])  # warm-up
+    times, teps, validated, levels, steps = [], [], True, [], None
+    for r in roots:
+        result, t = timed(xp, bfs, graph, [int(r)])
+        traversed = int((result.distance[edges.src] >= 0).sum())
+        times.append(t)
+        teps.append(traversed / t)
+        levels.append(result.levels)
+        steps = steps or result.steps
+        report = verify_bfs(edges.src, edges.dst, edges.n, [int(r)], result.distance, result.predecessor)
+        validated &= all(v == 0 for v in report.values())
+    rec = {"seconds": statistics.mean(times), "edges": edges.m, "roots": len(roots),
+           "gteps": len(teps) / sum(1 / x for x in teps) / 1e9, "validated": validated,
+           "levels_mean": statistics.mean(levels), "us_per_level": 1e6 * sum(times) / sum(levels),
+           "steps_first_root": steps}
+    baselines = {}
+    for name in ctx["baselines"]:
+        runner = BFS_BASELINES.get(name)
+        if runner is None or (name != "scipy" and xp is np):
+            continue
+        baselines[name] = runner(ctx, graph, roots)
+    return rec, baselines
+
+
+def scipy_bfs_baseline(ctx, graph, roots):
+    import scipy.sparse as sp
+    from scipy.sparse import csgraph
+
+    n = graph.n
+    a = sp.csr_matrix((np.ones(graph.out.nnz, np.int8), be.to_host(graph.out.indices), be.to_host(graph.out.indptr)),
+                      shape=(n, n))
+    times = []
+    for r in roots:
+        start = time.perf_counter()
+        csgraph.breadth_first_order(a, int(r), directed=True, return_predecessors=True)
+        times.append(time.perf_counter() - start)
+    return statistics.mean(times)
+
+
+def spmv_baseline(ctx, graph, roots):
+    from benchmarks.gpu_baselines import spmv_bfs
+
+    return spmv_bfs(graph, roots)
+
+
+def seed_baseline(ctx, graph, roots):
+    from benchmarks.gpu_baselines import seed_kernel_bfs
+
+    return seed_kernel_bfs(graph, roots)
+
+
+BFS_BASELINES = {"scipy": scipy_bfs_baseline, "spmv": spmv_baseline, "seed": seed_baseline}
+
+
+def bench_mst(ctx, repeat):
+    xp, edges = ctx["xp"], ctx["edges"]
+    forest, seconds = median_time(xp, repeat, minimum_spanning_forest, edges)
+    report = verify_forest(edges.src, edges.dst, edges.weight, edges.n, forest.edges)
+    rec = {"seconds": seconds, "edges": edges.m, "edges_per_second": edges.m / seconds,
+           "rounds": forest.rounds, "bands": forest.bands, "forest_edges": int(forest.edges.shape[0]),
+           "validated": all(v == 0 for v in report.values())}
+    baselines = {}
+    if "scipy" in ctx["baselines"] and edges.m <= ctx.get("scipy_mst_limit", 1 << 27):
+        import scipy.sparse as sp
+        from scipy.sparse import csgraph
+
+        u, v, w = (be.to_host(a) for a in (edges.src, edges.dst, edges.weight))
+        a = sp.csr_matrix((w + 1.0, (u, v)), shape=(edges.n, edges.n))  # weights in [1, 2): none dropped
+        _, baselines["scipy"] = median_time(np, max(1, repeat // 2), csgraph.minimum_spanning_tree, a)
+    return rec, baselines
+
+
+def machine(xp_name):
+    return be.device_name(xp_name) + f" / host {platform.node() or 'unknown'}"
+
+
+def run(args, command):
+    xp = be.module(be.resolve(args.backend))
+    algos = [a for a in args.algo.split(",") if a]
+    records = []
+    for spec in args.graph:
+        src, dst, weight = load_graph(spec, xp)
+        s, d, ids = renumber(src, dst)
+        edges = edge_list(s, d, xp.asarray(weight, dtype=np.float64), int(ids.shape[0]))
+        ctx = {"xp": xp, "edges": edges, "baselines": [b for b in args.baseline.split(",") if b]}
+        for algo in algos:
+            if algo == "csr":
+                rec, baselines = bench_csr(ctx, args.repeat)
+            elif algo == "bfs":
+                rec, baselines = bench_bfs(ctx, args.repeat, args.roots)
+            elif algo == "mst":
+                rec, baselines = bench_mst(ctx, args.repeat)
+            else:
+                raise SystemExit(f"unknown algo {algo!r}")
+            base = {"algo": algo, "graph": spec, "backend": args.backend, "vertices": edges.n, **rec}
+            if not baselines:
+                baselines = {None: None}
+            for name, bsec in baselines.items():
+                out = {**base, "baseline": name, "baseline_seconds": bsec,
+                       "speedup": (bsec / rec["seconds"]) if bsec else None,
+                       "machine": machine(args.backend), "date": datetime.date.today().isoformat(),
+                       "command": command}
+                records.append(out)
+                print(json.dumps({k: out[k] for k in ("algo", "graph", "backend", "seconds", "baseline",
+                                                      "baseline_seconds", "speedup", "validated")}), flush=True)
+        del ctx
+    path = Path(args.json)
+    existing = json.loads(path.read_text()) if path.exists() else []
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(existing + records, indent=1, default=str))
+    os.replace(tmp, path)
