@@ -9,7 +9,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD GRAPH_REALGRAPHS=$PWD/.realgraphs PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 if [[ $what == tests || $what == all ]]; then
-  timeout 300 python3 -m pytest -q -p no:cacheprovider -x 2>&1 | tee "$out/pytest.log" | tail -25
+  timeout 330 python3 -m pytest -q -p no:cacheprovider 2>&1 | tee "$out/pytest.log" | tail -25
 fi
 if [[ $what == bench || $what == all ]]; then
   json="$out/h200-$(date +%F).json"

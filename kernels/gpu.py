@@ -2,8 +2,9 @@
 cached by CuPy under ~/.cupy/kernel_cache). Imported only when arrays live on a GPU.
 
 BFS driver, per level:
-- frontier small (<= FUSED_MAX_FRONTIER vertices): top-down levels run fused in one launch of one
-  block until the frontier outgrows it (road networks: one launch for hundreds of levels);
+- frontier small (<= FUSED_MAX_FRONTIER vertices, none above FUSED_MAX_DEGREE): top-down levels
+  run fused in one launch of one block until the frontier outgrows it (road networks: one launch
+  for hundreds of levels);
 - top-down otherwise, in the form the frontier's degrees call for: vertex-parallel when degrees
   are even (max <= SKEW_LIMIT x mean), edge-parallel over the frontier's degree prefix sum when
   skewed (one hub would starve a warp);
@@ -25,7 +26,7 @@ from kernels.graph import CSR, Graph
 THREADS = 256
 FUSED_THREADS = 1024
 FUSED_MAX_FRONTIER = 4096  # above this a full grid beats one block per level
-FUSED_MAX_ARCS = 1 << 16
+FUSED_MAX_DEGREE = 32  # a fused block walks each vertex's list on one thread
 SKEW_LIMIT = 4.0
 NO_EDGE = np.iinfo(np.int32).max
 
@@ -95,12 +96,12 @@ def bfs_gpu(graph: Graph, sources: np.ndarray, depth_limit: int | None) -> BFSRe
                 bitmap = cp.zeros(words, dtype=cp.uint32)
                 next_bitmap = cp.empty(words, dtype=cp.uint32)
                 kernel("queue_to_bitmap")(_grid(size), (THREADS,), (frontier, np.int32(size), bitmap))
-            elif size <= FUSED_MAX_FRONTIER and frontier_arcs <= FUSED_MAX_ARCS:
+            elif size <= FUSED_MAX_FRONTIER and max_degree <= FUSED_MAX_DEGREE:
                 other = queue_b if frontier is queue_a else queue_a
                 kernel("bfs_top_down_fused")((1,), (FUSED_THREADS,), (
                     frontier, other, np.int32(size), out.indptr, out.indices, visited, dist, pred,
                     np.int32(level), np.int32(max_levels - level), np.int32(FUSED_MAX_FRONTIER),
-                    np.uint64(FUSED_MAX_ARCS), state))
+                    np.int32(FUSED_MAX_DEGREE), state))
                 size, which, done = (int(x) for x in state.get())
                 frontier = (frontier, other)[which]
                 steps += ["top-down/fused"] * done

@@ -86,21 +86,23 @@ __global__ void bfs_top_down_edge(const int* frontier, int size, const long long
 
 // Several small top-down levels in ONE launch of one block (high-diameter graphs: road networks
 // spend thousands of levels on frontiers of a few hundred vertices, where a launch and a host
-// round trip per level would dominate). Stops when the frontier is empty, or holds more than
-// `max_size` vertices or `max_arcs` arcs, or `max_levels` levels are done; then writes the next
-// frontier's size, the queue it is in (0 = a, 1 = b) and the levels done to state[0..2].
+// round trip per level would dominate). Each thread walks one vertex's list, so the host enters
+// only with low-degree frontiers and the block stops as soon as it discovers a vertex of degree
+// above `max_degree` (a hub would serialize on one thread), holds more than `max_size`
+// vertices, or `max_levels` levels are done; then writes the next frontier's size, the queue it
+// is in (0 = a, 1 = b) and the levels done to state[0..2].
 __global__ void bfs_top_down_fused(int* a, int* b, int size, const long long* indptr,
                                    const int* indices, unsigned* visited, int* dist, int* pred,
-                                   int level, int max_levels, int max_size,
-                                   unsigned long long max_arcs, int* state) {
+                                   int level, int max_levels, int max_size, int max_degree,
+                                   int* state) {
     __shared__ int count;
-    __shared__ unsigned long long arcs;
+    __shared__ int top_degree;
     int* cur = a;
     int* nxt = b;
     int done = 0;
-    unsigned long long size_arcs = 0;
-    while (size > 0 && size <= max_size && size_arcs <= max_arcs && done < max_levels) {
-        if (threadIdx.x == 0) { count = 0; arcs = 0; }
+    int next_top = 0;
+    while (size > 0 && size <= max_size && next_top <= max_degree && done < max_levels) {
+        if (threadIdx.x == 0) { count = 0; top_degree = 0; }
         __syncthreads();
         for (int i = threadIdx.x; i < size; i += blockDim.x) {
             int u = cur[i];
@@ -110,17 +112,17 @@ __global__ void bfs_top_down_fused(int* a, int* b, int size, const long long* in
                     dist[v] = level + 1;
                     pred[v] = u;
                     nxt[atomicAdd(&count, 1)] = v;  // shared-memory atomics: cheap
-                    atomicAdd(&arcs, (unsigned long long)(indptr[v + 1] - indptr[v]));
+                    atomicMax(&top_degree, (int)(indptr[v + 1] - indptr[v]));
                 }
             }
         }
         __syncthreads();
         size = count;
-        size_arcs = arcs;
+        next_top = top_degree;
         int* t = cur; cur = nxt; nxt = t;
         ++level;
         ++done;
-        __syncthreads();  // everyone has read count and arcs before they are reset
+        __syncthreads();  // everyone has read the shared values before they are reset
     }
     if (threadIdx.x == 0) {
         state[0] = size;
