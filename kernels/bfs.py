@@ -37,7 +37,6 @@ class BFSResult:
     predecessor: object
     levels: int  # number of expansion steps taken
     steps: list = field(default_factory=list)  # per level: 'top-down' / 'bottom-up' (+ GPU form)
-    arcs_examined: int | None = None
 
 
 def check_sources(sources, n: int):
@@ -86,7 +85,7 @@ def _top_down(out, frontier, distance, predecessor, claim, level):
     nxt = nbr[won]
     distance[nxt] = level + 1
     predecessor[nxt] = parent[won]
-    return nxt, int(pos.shape[0])
+    return nxt
 
 
 def _bottom_up(inc, in_frontier, distance, predecessor, level):
@@ -97,12 +96,10 @@ def _bottom_up(inc, in_frontier, distance, predecessor, level):
     live = count > 0
     cand, start, count = cand[live], start[live], count[live]
     found, parents = [], []
-    examined = 0
     for k in range(PROBES):
         if cand.shape[0] == 0:
             break
         nb = indices[start + k]
-        examined += cand.shape[0]
         hit = in_frontier[nb]
         found.append(cand[hit])
         parents.append(nb[hit])
@@ -110,7 +107,6 @@ def _bottom_up(inc, in_frontier, distance, predecessor, level):
         cand, start, count = cand[more], start[more], count[more]
     if cand.shape[0]:
         pos, owner = _expand_ranges(start + PROBES, count - PROBES)
-        examined += pos.shape[0]
         nb = indices[pos]
         hit = np.flatnonzero(in_frontier[nb])
         who = owner[hit]
@@ -121,7 +117,7 @@ def _bottom_up(inc, in_frontier, distance, predecessor, level):
     nxt = np.concatenate(found) if found else np.empty(0, np.int32)
     distance[nxt] = level + 1
     predecessor[nxt] = np.concatenate(parents) if parents else np.empty(0, np.int32)
-    return nxt, examined
+    return nxt
 
 
 def _bfs_host(graph: Graph, srcs, depth_limit):
@@ -133,7 +129,7 @@ def _bfs_host(graph: Graph, srcs, depth_limit):
     claim = np.empty(n, dtype=np.int64)
     out_degree = graph.out.degree()
     unvisited_arcs = int(out_degree.sum()) - int(out_degree[srcs].sum())
-    frontier, level, steps, examined = srcs, 0, [], 0
+    frontier, level, steps = srcs, 0, []
     bottom_up = False
     while frontier.shape[0] and (depth_limit is None or level < depth_limit):
         frontier_arcs = int(out_degree[frontier].sum())
@@ -144,11 +140,10 @@ def _bfs_host(graph: Graph, srcs, depth_limit):
         if bottom_up:
             in_frontier = np.zeros(n, dtype=bool)
             in_frontier[frontier] = True
-            frontier, work = _bottom_up(graph.inc, in_frontier, distance, predecessor, level)
+            frontier = _bottom_up(graph.inc, in_frontier, distance, predecessor, level)
         else:
-            frontier, work = _top_down(graph.out, frontier, distance, predecessor, claim, level)
+            frontier = _top_down(graph.out, frontier, distance, predecessor, claim, level)
         steps.append("bottom-up" if bottom_up else "top-down")
-        examined += work
         unvisited_arcs -= int(out_degree[frontier].sum())
         level += 1
-    return BFSResult(distance, predecessor, level, steps, examined)
+    return BFSResult(distance, predecessor, level, steps)
