@@ -1,12 +1,21 @@
-"""What the three flows share: output location, stage timing, and the command line."""
+"""What the three flows share: output locations, source sets, the end of a run, and the
+command line."""
 from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
 import sys
+import time
 from pathlib import Path
 
-from kernels import backend as be
+from prefect.futures import PrefectFuture, wait
+
+from flows.runners import RUNNERS, task_runner, uses_dask
+from tasks.edges_io import remove_stale_temporaries
+from tasks.errors import InputError
+from tasks.graph_tasks import publish_summary
 
 
 def default_output(input_path: str) -> str:
@@ -14,10 +23,32 @@ def default_output(input_path: str) -> str:
     return str(Path("output") / Path(input_path.rstrip("/")).stem)
 
 
-def run_info(backend: str | None) -> tuple[str, str]:
-    """The resolved backend and the device it computes on."""
-    name = be.resolve(backend)
-    return name, be.device_name(name)
+def source_plan(source: list | None, source_sets: list[list] | None, output: str,
+                depth_limit: int | None) -> tuple[list[list], list[str]]:
+    """The BFS searches of a run and where each writes: ``source`` is one search from all its
+    vertices (into OUTPUT/); ``source_sets`` are separate searches (into OUTPUT/source-set-K/)."""
+    if depth_limit is not None and depth_limit < 0:
+        raise InputError(f"depth limit must be >= 0 (got {depth_limit})")
+    if bool(source) == bool(source_sets):
+        raise InputError("give either source (one search) or source_sets (one search per set)")
+    if source:
+        return [list(source)], [output]
+    return [list(s) for s in source_sets], [str(Path(output) / f"source-set-{k}") for k in range(len(source_sets))]
+
+
+def finish(kind: str, summary: PrefectFuture, started: float, stages: list) -> dict:
+    """Wait for every stage; if one failed, raise its own error (stages are in recipe order, so
+    the first failure is the cause, not a downstream task that never ran). Otherwise publish the
+    summary (a small dict, the only result the flow process fetches)."""
+    futures = [f for stage in stages for f in (stage if isinstance(stage, list) else [stage])]
+    wait(futures + [summary])
+    for future in futures + [summary]:
+        if future.state.is_failed() or future.state.is_crashed():
+            future.result()
+    result = summary.result()
+    result["total_seconds"] = round(time.perf_counter() - started, 3)
+    publish_summary(kind, result)
+    return result
 
 
 def add_input_arguments(parser: argparse.ArgumentParser, weights: bool) -> None:
@@ -29,15 +60,50 @@ def add_input_arguments(parser: argparse.ArgumentParser, weights: bool) -> None:
         parser.add_argument("--weight-col", default="weight", help="edge weight column (default: weight)")
     parser.add_argument("--backend", choices=["auto", "numpy", "cupy"], default=None,
                         help="compute backend (default: $GRAPH_BACKEND or auto: cupy when a GPU is usable)")
+    parser.add_argument("--runner", choices=RUNNERS, default=None,
+                        help="where tasks run: dask workers of this machine (default; GPU workers "
+                             "when there is a GPU) or threads of this process ($GRAPH_TASK_RUNNER)")
+    parser.add_argument("--dask-address", metavar="URL",
+                        help="run tasks on an existing Dask cluster, e.g. tcp://host:8786 ($GRAPH_DASK_ADDRESS)")
     parser.add_argument("--verbose", action="store_true", help="show Prefect's log on the terminal")
 
 
 def add_bfs_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source", action="append", required=True, metavar="ID",
-                        help="BFS source vertex id (repeat for several sources)")
+    sources = parser.add_mutually_exclusive_group(required=True)
+    sources.add_argument("--source", action="append", metavar="ID",
+                         help="BFS source vertex id (repeat: one search from all of them)")
+    sources.add_argument("--source-set", action="append", metavar="ID,ID,...", type=_id_list,
+                         help="a separate search from these ids (repeat: one search and one "
+                              "output directory OUTPUT/source-set-K per set, run in parallel)")
     parser.add_argument("--directed", action="store_true", help="follow edges src -> dst only")
     parser.add_argument("--depth-limit", type=int, default=None, metavar="N",
                         help="stop after N levels")
+
+
+def _id_list(text: str) -> list[str]:
+    ids = [part.strip() for part in text.split(",") if part.strip()]
+    if not ids:
+        raise argparse.ArgumentTypeError(f"empty source set {text!r}")
+    return ids
+
+
+def _one_api_server() -> dict:
+    """Settings that point this process and every Dask worker it starts at one Prefect server.
+    Without PREFECT_API_URL each worker process would start its own temporary server (seconds
+    each, on one SQLite file); this starts the one temporary server here and exports its URL."""
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_API_URL
+
+    if os.environ.get("PREFECT_API_URL") or PREFECT_API_URL.value():
+        return {}
+    server = SubprocessASGIServer()  # the instance Prefect itself uses for a temporary server
+    server.start()
+    os.environ["PREFECT_API_URL"] = server.api_url
+    return {PREFECT_API_URL: server.api_url}
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM unwinds like Ctrl-C: temporary files are removed
 
 
 def run_cli(flow, parser: argparse.ArgumentParser, argv, to_params) -> int:
@@ -51,15 +117,27 @@ def run_cli(flow, parser: argparse.ArgumentParser, argv, to_params) -> int:
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     if not args.verbose:
+        # Dask worker processes configure Prefect's logging from this variable when they start
+        os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "CRITICAL"
         for handler in logging.getLogger().handlers:
             if isinstance(handler, PrefectConsoleHandler):
                 handler.setLevel(logging.CRITICAL + 1)
+    signal.signal(signal.SIGTERM, _terminate)
+    params = to_params(args)
+    output = params["output"] or default_output(params["input"])
     try:
+        runner = task_runner(args.runner, args.dask_address)
         # a CLI run is watched by its caller: no heartbeat thread (it costs ~1 s per run)
-        with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-            summary = flow(**to_params(args))
+        settings = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+        if uses_dask(runner):
+            settings.update(_one_api_server())
+        with temporary_settings(updates=settings):
+            summary = flow.with_options(task_runner=runner)(**params)
     except KeyboardInterrupt:
-        print("interrupted: nothing was written", file=sys.stderr)
+        # the run's processes are gone: what they were writing is a stale temporary file
+        for directory in (output, *Path(output).glob("source-set-*")) if Path(output).is_dir() else ():
+            remove_stale_temporaries(directory)
+        print("interrupted: no partial file was left", file=sys.stderr)
         return 130
     except Exception as exc:  # every failure becomes one line; the traceback is in Prefect's log
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

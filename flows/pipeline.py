@@ -1,8 +1,9 @@
 """BFS distances and the minimum spanning forest of one Parquet edge list, with one ingest.
 
-    python -m flows.pipeline data/graph.parquet --source 0 [--source ID ...]
+    python -m flows.pipeline data/graph.parquet --source 0 [--source ID ...] [--source-set ID,ID ...]
 
-Writes DIR/bfs_distances.parquet and DIR/mst_edges.parquet, only once both results are verified.
+Writes DIR/bfs_distances.parquet (or DIR/source-set-K/ per set) and DIR/mst_edges.parquet, only
+once every result is verified.
 """
 from __future__ import annotations
 
@@ -10,43 +11,39 @@ import argparse
 import sys
 import time
 
-from prefect import flow
+from prefect import flow, unmapped
 
-from flows.bfs import bfs_summary
-from flows.common import add_bfs_arguments, add_input_arguments, default_output, run_cli, run_info
+from flows.common import add_bfs_arguments, add_input_arguments, default_output, finish, run_cli, source_plan
+from flows.runners import task_runner
 from tasks.graph_tasks import (
-    bfs_table, breadth_first_search, build_csr, forest_table, load_edges, prepare_edges,
-    publish_summary, resolve_sources, spanning_forest, validate_bfs, validate_forest, write_results,
+    breadth_first_search, build_csr, load_edges, prepare_edges, resolve_sources, spanning_forest,
+    summarize, validate_bfs, validate_forest, write_distances, write_forest,
 )
 
 
-@flow(name="pipeline", log_prints=True)
-def pipeline_flow(input: str, source: list[str], output: str | None = None, directed: bool = False,
-                  depth_limit: int | None = None, src_col: str = "src", dst_col: str = "dst",
-                  weight_col: str = "weight", backend: str | None = None) -> dict:
-    """Load -> renumber -> CSR -> BFS and Boruvka -> verify both -> write both."""
+@flow(name="pipeline", task_runner=task_runner(), log_prints=True)
+def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
+                  output: str | None = None, directed: bool = False, depth_limit: int | None = None,
+                  src_col: str = "src", dst_col: str = "dst", weight_col: str = "weight",
+                  backend: str | None = None) -> dict:
+    """Load -> renumber -> CSR -> BFS per source set and Boruvka, in parallel -> verify all ->
+    write all."""
     started = time.perf_counter()
-    backend, device = run_info(backend)
-    table = load_edges(input, src_col, dst_col, weight_col)
-    prepared = prepare_edges(table, backend)
-    sources = resolve_sources(table, prepared, source)
-    graph, csr_seconds = build_csr(prepared, directed)
-    result, bfs_seconds = breadth_first_search(graph, sources, depth_limit)
-    forest, msf_seconds = spanning_forest(prepared)
-    validate_bfs(prepared, sources, result, directed, depth_limit)
-    validate_forest(prepared, forest)
-    outputs = write_results({
-        "bfs_distances.parquet": bfs_table(table, prepared, result),
-        "mst_edges.parquet": forest_table(table, prepared, forest),
-    }, output or default_output(input))
-    summary = {"input": input, "backend": backend, "device": device, "vertices": prepared.edges.n,
-               "edges": table.rows,
-               **bfs_summary(table, prepared, csr_seconds, result, bfs_seconds, sources),
-               "forest_edges": int(forest.edges.shape[0]), "components": forest.components,
-               "rounds": forest.rounds, "msf_seconds": round(msf_seconds, 4),
-               "total_seconds": round(time.perf_counter() - started, 3), "outputs": outputs}
-    publish_summary("pipeline", summary)
-    return summary
+    output = output or default_output(input)
+    sets, outputs = source_plan(source, source_sets, output, depth_limit)
+    loaded = load_edges.submit(input, src_col, dst_col, weight_col)
+    prepared = prepare_edges.submit(loaded, backend)
+    graph = build_csr.submit(prepared, directed)
+    sources = resolve_sources.map(unmapped(loaded), unmapped(prepared), sets)
+    searches = breadth_first_search.map(unmapped(graph), sources, unmapped(depth_limit))
+    forest = spanning_forest.submit(prepared)
+    checks = [*validate_bfs.map(unmapped(prepared), sources, searches, unmapped(directed), unmapped(depth_limit)),
+              validate_forest.submit(prepared, forest)]
+    writes = [*write_distances.map(unmapped(loaded), unmapped(prepared), searches, outputs, wait_for=checks),
+              write_forest.submit(loaded, prepared, forest, output, wait_for=checks)]
+    summary = summarize.submit(loaded, prepared, graph=graph, searches=searches, source_sets=sources,
+                               forest=forest, checks=checks, writes=writes)
+    return finish("pipeline", summary, started, [loaded, prepared, graph, sources, searches, forest, checks, writes])
 
 
 def main(argv=None) -> int:
@@ -54,8 +51,8 @@ def main(argv=None) -> int:
     add_input_arguments(parser, weights=True)
     add_bfs_arguments(parser)
     return run_cli(pipeline_flow, parser, argv, lambda a: dict(
-        input=a.input, source=a.source, output=a.output, directed=a.directed,
-        depth_limit=a.depth_limit, src_col=a.src_col, dst_col=a.dst_col,
+        input=a.input, source=a.source, source_sets=a.source_set, output=a.output,
+        directed=a.directed, depth_limit=a.depth_limit, src_col=a.src_col, dst_col=a.dst_col,
         weight_col=a.weight_col, backend=a.backend))
 
 

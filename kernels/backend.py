@@ -102,12 +102,18 @@ def synchronize(xp) -> None:
 
 def scatter_min(target, index, values) -> None:
     """target[index[i]] = min(target[index[i]], values[i]) for every i, repeats included."""
-    if is_gpu(target):
-        import cupyx
+    array_module(target).minimum.at(target, index, values)
 
-        cupyx.scatter_min(target, index, values)
-    else:
-        np.minimum.at(target, index, values)
+
+def device_memory_free() -> int:
+    """Bytes CuPy can still allocate on the current GPU: the device's free memory plus what
+    CuPy's pool holds unused, capped by the pool's limit when one is set."""
+    import cupy
+
+    pool = cupy.get_default_memory_pool()
+    free = cupy.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
+    limit = pool.get_limit()
+    return min(free, limit - pool.used_bytes()) if limit else free
 
 
 def segment_owner(counts):

@@ -49,16 +49,22 @@ def check_sources(sources, n: int):
     return src.astype(np.int32)
 
 
-def bfs(graph: Graph, sources, depth_limit: int | None = None) -> BFSResult:
-    """BFS from every vertex in ``sources`` (dense ids) at once, up to ``depth_limit`` hops."""
+def bfs(graph: Graph, sources, depth_limit: int | None = None, on_level=None) -> BFSResult:
+    """BFS from every vertex in ``sources`` (dense ids) at once, up to ``depth_limit`` hops.
+    ``on_level(levels_done, frontier_size)``, if given, is called after each step (the GPU's
+    fused steps run several levels at once and report once)."""
     srcs = check_sources(sources, graph.n)
     if depth_limit is not None and depth_limit < 0:
         raise ValueError("depth limit must be >= 0")
     if is_gpu(graph.out.indptr):
         from kernels.gpu import bfs_gpu
 
-        return bfs_gpu(graph, srcs, depth_limit)
-    return _bfs_host(graph, srcs, depth_limit)
+        return bfs_gpu(graph, srcs, depth_limit, on_level or _ignore)
+    return _bfs_host(graph, srcs, depth_limit, on_level or _ignore)
+
+
+def _ignore(*_):
+    pass
 
 
 def _expand_ranges(starts, counts):
@@ -120,7 +126,7 @@ def _bottom_up(inc, in_frontier, distance, predecessor, level):
     return nxt
 
 
-def _bfs_host(graph: Graph, srcs, depth_limit):
+def _bfs_host(graph: Graph, srcs, depth_limit, on_level):
     n = graph.n
     distance = np.full(n, -1, dtype=np.int32)
     predecessor = np.full(n, -1, dtype=np.int32)
@@ -146,4 +152,5 @@ def _bfs_host(graph: Graph, srcs, depth_limit):
         steps.append("bottom-up" if bottom_up else "top-down")
         unvisited_arcs -= int(out_degree[frontier].sum())
         level += 1
+        on_level(level, int(frontier.shape[0]))
     return BFSResult(distance, predecessor, level, steps)

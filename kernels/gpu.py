@@ -59,7 +59,7 @@ def csr_scatter(rows, cols, n: int) -> CSR:
     return CSR(indptr=indptr, indices=indices, n=n)
 
 
-def bfs_gpu(graph: Graph, sources: np.ndarray, depth_limit: int | None) -> BFSResult:
+def bfs_gpu(graph: Graph, sources: np.ndarray, depth_limit: int | None, on_level) -> BFSResult:
     n = graph.n
     out, inc = graph.out, graph.inc
     words = (n + 31) // 32
@@ -107,6 +107,7 @@ def bfs_gpu(graph: Graph, sources: np.ndarray, depth_limit: int | None) -> BFSRe
                 steps += ["top-down/fused"] * done
                 level += done
                 unvisited_arcs = int(out_degree[dist < 0].sum())
+                on_level(level, size)
                 continue
         count.fill(0)
         if bottom_up:
@@ -131,12 +132,14 @@ def bfs_gpu(graph: Graph, sources: np.ndarray, depth_limit: int | None) -> BFSRe
             frontier = nxt
         size = int(count.get()[0])
         level += 1
+        on_level(level, size)
     return BFSResult(dist, pred, level, steps)
 
 
-def boruvka_band_gpu(u, v, eid, parent, n, accepted):
+def boruvka_band_gpu(u, v, eid, parent, n, accepted, on_round):
     """Boruvka rounds over one band (edges sorted by rank; ends are representatives).
-    Hooks and compresses ``parent`` in place and flags accepted edges; returns rounds."""
+    Hooks and compresses ``parent`` in place and flags accepted edges; calls
+    ``on_round(rounds_done, edges_left)`` after each round; returns the rounds."""
     from kernels.msf import NoProgressError
 
     best = cp.empty(n, dtype=cp.int32)
@@ -157,4 +160,5 @@ def boruvka_band_gpu(u, v, eid, parent, n, accepted):
         crossing = u != v
         u, v, eid = u[crossing], v[crossing], eid[crossing]
         rounds += 1
+        on_round(rounds, int(u.shape[0]))
     return rounds

@@ -52,20 +52,27 @@ def band_threshold(xp, weight, target: int):
     return sample[k]
 
 
-def minimum_spanning_forest(edges: EdgeList) -> MSFResult:
-    """The minimum spanning forest of an undirected edge list (see the module's tie rule)."""
+def minimum_spanning_forest(edges: EdgeList, on_round=None) -> MSFResult:
+    """The minimum spanning forest of an undirected edge list (see the module's tie rule).
+    ``on_round(rounds_done, edges_left)``, if given, is called after each Boruvka round;
+    edges_left counts the edges not yet known to be inside one component (all bands)."""
     if edges.weight is None:
         raise ValueError("a minimum spanning forest needs edge weights")
     if is_gpu(edges.src):
         from kernels.gpu import boruvka_band_gpu
 
-        return _msf_bands(edges, boruvka_band_gpu)
-    return _msf_bands(edges, _boruvka_band)
+        return _msf_bands(edges, boruvka_band_gpu, on_round or _ignore)
+    return _msf_bands(edges, _boruvka_band, on_round or _ignore)
 
 
-def _boruvka_band(u, v, eid, parent, n, accepted):
+def _ignore(*_):
+    pass
+
+
+def _boruvka_band(u, v, eid, parent, n, accepted, on_round):
     """Boruvka rounds on one band (edges sorted by rank, ends are representatives), on the host.
-    Hooks and compresses ``parent`` in place, flags accepted edges; returns the rounds."""
+    Hooks and compresses ``parent`` in place, flags accepted edges, calls
+    ``on_round(rounds_done, edges_left)`` after each round; returns the rounds."""
     rounds = 0
     while u.shape[0]:
         k = u.shape[0]
@@ -93,10 +100,11 @@ def _boruvka_band(u, v, eid, parent, n, accepted):
         crossing = u != v
         u, v, eid = u[crossing], v[crossing], eid[crossing]
         rounds += 1
+        on_round(rounds, int(u.shape[0]))
     return rounds
 
 
-def _msf_bands(edges: EdgeList, solve_band) -> MSFResult:
+def _msf_bands(edges: EdgeList, solve_band, on_round) -> MSFResult:
     """Bands of light edges, each solved by Boruvka rounds; ``parent`` maps every vertex to its
     component's representative after each band (the band solvers compress it fully)."""
     xp = array_module(edges.src)
@@ -122,7 +130,9 @@ def _msf_bands(edges: EdgeList, solve_band) -> MSFResult:
             bu, bv, bw, be = u, v, w, eid
             u = u[:0]
         order = xp.argsort(bw, kind="stable")
-        rounds += solve_band(bu[order], bv[order], be[order], parent, n, accepted)
+        done, heavy = rounds, int(u.shape[0])
+        rounds += solve_band(bu[order], bv[order], be[order], parent, n, accepted,
+                             lambda r, left: on_round(done + r, left + heavy))
         bands += 1
         live = n - int(accepted.sum())
     chosen = xp.flatnonzero(accepted).astype(np.int64)

@@ -10,6 +10,7 @@ sees the old file or the new one, never a partial one.
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,9 +169,38 @@ def prepare_output_dir(output: str | os.PathLike) -> Path:
     return out
 
 
+def _temporary_prefix(target: Path) -> str:
+    # .<file>~<host>~<pid>~: a temporary file names the process that writes it, so one whose
+    # writer is gone (killed, interrupted) can be told from one a live run is still writing
+    return f".{target.name}~{socket.gethostname()}~{os.getpid()}~"
+
+
+def remove_stale_temporaries(output: str | os.PathLike) -> list[Path]:
+    """Delete temporary result files in ``output`` left by dead processes of this host."""
+    removed = []
+    for path in Path(output).glob(".*~*~*~*.tmp"):
+        parts = path.name.split("~")
+        if len(parts) != 4 or parts[1] != socket.gethostname() or not parts[2].isdigit():
+            continue
+        if not _process_alive(int(parts[2])):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def write_atomic(table: pa.Table, target: Path) -> Path:
     """Write ``table`` to ``target`` through a temporary file in the same directory + rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target), suffix=".tmp", dir=target.parent)
     os.close(fd)
     try:
         pq.write_table(table, tmp, compression="zstd")
@@ -187,6 +217,7 @@ def write_atomic(table: pa.Table, target: Path) -> Path:
 def write_many(tables: dict[str, pa.Table], output: str | os.PathLike) -> list[Path]:
     """Write several result files; each lands whole or not at all."""
     out = prepare_output_dir(output)
+    remove_stale_temporaries(out)
     try:
         return [write_atomic(t, out / name) for name, t in tables.items()]
     except OSError as exc:

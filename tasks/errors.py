@@ -12,3 +12,7 @@ class OutputError(OSError):
 
 class ValidationFailed(RuntimeError):
     """A computed result failed its independent verification; nothing was published."""
+
+
+class DeviceMemoryError(RuntimeError):
+    """The graph does not fit in the GPU's free memory."""

@@ -3,14 +3,20 @@ device sync) and logs one line. Array-carrying tasks use NO_CACHE: a cache key w
 and on the GPU copy to the host, every array they receive."""
 from __future__ import annotations
 
+import math
+import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from prefect import get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import (
+    create_markdown_artifact, create_progress_artifact, create_table_artifact, update_progress_artifact,
+)
 from prefect.cache_policies import NO_CACHE
 
 from kernels import backend as be
@@ -19,7 +25,7 @@ from kernels.graph import EdgeList, Graph, build_graph, edge_list, renumber
 from kernels.msf import MSFResult, minimum_spanning_forest
 from kernels.verify import kruskal, verify_bfs, verify_forest
 from tasks.edges_io import EdgeTable, read_edges, vertex_names, write_many
-from tasks.errors import InputError, OutputError, ValidationFailed
+from tasks.errors import DeviceMemoryError, InputError, OutputError, ValidationFailed
 
 # Kruskal's serial reference also runs inside validation up to this many edges; above it the
 # cycle-property check alone proves minimality (it is exact, just not a second algorithm).
@@ -33,12 +39,21 @@ class PreparedEdges:
     edges: EdgeList
     ids: np.ndarray  # host: dense vertex -> original id (or string code)
     backend: str
+    device: str
     self_loops: int
-    input_rows: int
+
+
+@dataclass
+class Timed:
+    """A task's product and the seconds its work took (after a device sync). Compute tasks pass
+    these between them as futures, so the product stays on the worker that made it."""
+
+    value: Any
+    seconds: float
 
 
 def _retry_io(task, task_run, state) -> bool:
-    """Retry reads that failed for a transient reason, never for a bad input."""
+    """Retry reads and writes that failed for a transient reason, never for a bad input."""
     try:
         state.result()
     except (InputError, OutputError):
@@ -50,52 +65,116 @@ def _retry_io(task, task_run, state) -> bool:
     return False
 
 
-def _timed(xp, fn, *args):
+def _timed(xp, fn, *args, **kwargs) -> Timed:
     start = time.perf_counter()
-    out = fn(*args)
+    out = fn(*args, **kwargs)
     be.synchronize(xp)
-    return out, time.perf_counter() - start
+    return Timed(out, time.perf_counter() - start)
+
+
+# Bytes of GPU memory per input edge and per vertex at the pipeline's peak: the uploaded ids
+# (2 x int64), the edge list (int32 ends, float64 weight, int64 row), the CSR in both directions
+# with its scatter cursors, and a band's sort; measured peaks stay below these.
+GPU_BYTES_PER_EDGE = 96
+GPU_BYTES_PER_VERTEX = 48
+
+
+@contextmanager
+def device_memory_guard(path: str, edges: int):
+    """Turn CuPy's out-of-memory error into one line that says what to do."""
+    try:
+        yield
+    except Exception as exc:
+        if type(exc).__name__ != "OutOfMemoryError":
+            raise
+        raise DeviceMemoryError(
+            f"{path}: the GPU ran out of memory on {edges} edges ({exc}); "
+            "rerun with --backend numpy (GRAPH_BACKEND=numpy) to compute on the CPU"
+        ) from None
+
+
+def check_device_memory(path: str, edges: int, vertices: int) -> None:
+    """Refuse, before any upload, a graph whose working set exceeds the GPU's free memory."""
+    needed = GPU_BYTES_PER_EDGE * edges + GPU_BYTES_PER_VERTEX * vertices
+    free = be.device_memory_free()
+    if needed > free:
+        raise DeviceMemoryError(
+            f"{path}: {edges} edges need about {needed / 2**30:.2f} GiB of GPU memory, "
+            f"{free / 2**30:.2f} GiB is free; rerun with --backend numpy (GRAPH_BACKEND=numpy) "
+            "to compute on the CPU"
+        )
+
+
+class Progress:
+    """A progress artifact in the UI, for graphs of at least PROGRESS_MIN_EDGES edges; updated
+    at most every UPDATE_SECONDS so that fast GPU levels do not wait on the API."""
+
+    UPDATE_SECONDS = 0.5
+
+    def __init__(self, key: str, edges: int, description: str):
+        self.artifact = None
+        self.last = time.monotonic()
+        if edges >= int(os.environ.get("GRAPH_PROGRESS_MIN_EDGES", 1_000_000)):
+            self.artifact = create_progress_artifact(0.0, key=key, description=description)
+
+    def update(self, percent: float, description: str, final: bool = False) -> None:
+        if self.artifact is None or (not final and time.monotonic() - self.last < self.UPDATE_SECONDS):
+            return
+        update_progress_artifact(self.artifact, min(100.0, percent), description=description)
+        self.last = time.monotonic()
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE)
-def load_edges(path: str, src_col: str, dst_col: str, weight_col: str | None) -> EdgeTable:
-    """Read and check the Parquet edge list."""
+def load_edges(path: str, src_col: str, dst_col: str, weight_col: str | None) -> Timed:
+    """Read and check the Parquet edge list (an EdgeTable)."""
+    start = time.perf_counter()
     table = read_edges(path, src_col, dst_col, weight_col)
     get_run_logger().info("read %d edges from %s", table.rows, path)
-    return table
+    return Timed(table, time.perf_counter() - start)
 
 
 @task(cache_policy=NO_CACHE)
-def prepare_edges(table: EdgeTable, backend: str) -> PreparedEdges:
-    """Move the ids to the backend, renumber them densely and drop self-loops."""
+def prepare_edges(loaded: Timed, backend: str | None) -> Timed:
+    """Move the ids to the backend, renumber them densely and drop self-loops (PreparedEdges).
+    The backend is resolved here, on the worker that computes."""
+    table: EdgeTable = loaded.value
+    backend = be.resolve(backend)
     xp = be.module(backend)
-    src, dst = be.to_backend(table.src, backend), be.to_backend(table.dst, backend)
-    weight = be.to_backend(table.weight, backend)
-    try:
-        src, dst, ids = renumber(src, dst)
-    except ValueError as exc:
-        raise InputError(f"{table.path}: {exc}") from None
-    edges = edge_list(src, dst, weight, int(ids.shape[0]))
-    be.synchronize(xp)
-    return PreparedEdges(edges, be.to_host(ids), backend, table.rows - edges.m, table.rows)
+    start = time.perf_counter()
+    if backend == "cupy":
+        check_device_memory(table.path, table.rows, 2 * table.rows)
+    with device_memory_guard(table.path, table.rows):
+        src, dst = be.to_backend(table.src, backend), be.to_backend(table.dst, backend)
+        weight = be.to_backend(table.weight, backend)
+        try:
+            src, dst, ids = renumber(src, dst)
+        except ValueError as exc:
+            raise InputError(f"{table.path}: {exc}") from None
+        edges = edge_list(src, dst, weight, int(ids.shape[0]))
+        be.synchronize(xp)
+    prepared = PreparedEdges(edges, be.to_host(ids), backend, be.device_name(backend), table.rows - edges.m)
+    return Timed(prepared, time.perf_counter() - start)
 
 
 @task(cache_policy=NO_CACHE)
-def resolve_sources(table: EdgeTable, prepared: PreparedEdges, sources: list) -> np.ndarray:
+def resolve_sources(loaded: Timed, prepared: Timed, sources: list) -> np.ndarray:
     """Dense vertex numbers of the user's source ids; every one must be a vertex of the graph."""
+    table, ids = loaded.value, prepared.value.ids
+    if not sources:
+        raise InputError(f"{table.path}: a BFS source set is empty")
     found = []
     for s in sources:
         if table.names is not None:
             code = table.names.index(str(s)).as_py()
-            dense = int(np.searchsorted(prepared.ids, code)) if code >= 0 else -1
-            ok = code >= 0 and dense < prepared.ids.shape[0] and prepared.ids[dense] == code
+            dense = int(np.searchsorted(ids, code)) if code >= 0 else -1
+            ok = code >= 0 and dense < ids.shape[0] and ids[dense] == code
         else:
             try:
                 value = int(s)
             except (TypeError, ValueError):
                 raise InputError(f"{table.path}: source {s!r} is not an integer vertex id") from None
-            dense = int(np.searchsorted(prepared.ids, value))
-            ok = dense < prepared.ids.shape[0] and int(prepared.ids[dense]) == value
+            dense = int(np.searchsorted(ids, value))
+            ok = dense < ids.shape[0] and int(ids[dense]) == value
         if not ok:
             raise InputError(f"{table.path}: source {s!r} is not a vertex of the graph")
         found.append(dense)
@@ -103,33 +182,52 @@ def resolve_sources(table: EdgeTable, prepared: PreparedEdges, sources: list) ->
 
 
 @task(cache_policy=NO_CACHE)
-def build_csr(prepared: PreparedEdges, directed: bool) -> tuple[Graph, float]:
+def build_csr(prepared: Timed, directed: bool) -> Timed:
     """CSR by degree counts, exclusive prefix sum and scatter (plus the reverse CSR if directed)."""
-    xp = be.module(prepared.backend)
-    graph, seconds = _timed(xp, build_graph, prepared.edges, directed)
-    get_run_logger().info("CSR: %d vertices, %d arcs in %.3f s", graph.n, graph.out.nnz, seconds)
-    return graph, seconds
+    p: PreparedEdges = prepared.value
+    with device_memory_guard("CSR", p.edges.m):
+        graph = _timed(be.module(p.backend), build_graph, p.edges, directed)
+    get_run_logger().info("CSR: %d vertices, %d arcs in %.3f s", graph.value.n, graph.value.out.nnz, graph.seconds)
+    return graph
 
 
 @task(cache_policy=NO_CACHE)
-def breadth_first_search(graph: Graph, sources: np.ndarray, depth_limit: int | None) -> tuple[BFSResult, float]:
-    """Direction-optimizing BFS from all sources at once."""
-    xp = be.array_module(graph.out.indptr)
-    result, seconds = _timed(xp, bfs, graph, sources, depth_limit)
-    get_run_logger().info("BFS: %d levels (%s) in %.3f s", result.levels, ",".join(result.steps), seconds)
-    return result, seconds
+def breadth_first_search(graph: Timed, sources: np.ndarray, depth_limit: int | None) -> Timed:
+    """Direction-optimizing BFS from all sources at once (a BFSResult)."""
+    g: Graph = graph.value
+    progress = Progress("bfs-progress", g.out.nnz, f"BFS from {len(sources)} source(s) over {g.n} vertices")
+    reached = [len(sources)]
+
+    def on_level(level, frontier):
+        reached[0] += frontier
+        progress.update(100 * reached[0] / g.n, f"level {level}: frontier {frontier}, reached {reached[0]} of {g.n}")
+
+    with device_memory_guard("BFS", g.out.nnz):
+        search = _timed(be.array_module(g.out.indptr), bfs, g, sources, depth_limit, on_level=on_level)
+    r: BFSResult = search.value
+    progress.update(100, f"done: {r.levels} levels in {search.seconds:.3f} s", final=True)
+    get_run_logger().info("BFS: %d levels (%s) in %.3f s", r.levels, ",".join(r.steps), search.seconds)
+    return search
 
 
 @task(cache_policy=NO_CACHE)
-def spanning_forest(prepared: PreparedEdges) -> tuple[MSFResult, float]:
-    """Boruvka minimum spanning forest."""
-    xp = be.module(prepared.backend)
-    forest, seconds = _timed(xp, minimum_spanning_forest, prepared.edges)
+def spanning_forest(prepared: Timed) -> Timed:
+    """Boruvka minimum spanning forest (an MSFResult)."""
+    e: EdgeList = prepared.value.edges
+    progress = Progress("msf-progress", e.m, f"Boruvka over {e.m} edges, {e.n} vertices")
+
+    def on_round(rounds, edges_left):
+        progress.update(100 * (1 - edges_left / max(e.m, 1)), f"round {rounds}: {edges_left} edges still cross components")
+
+    with device_memory_guard("MSF", e.m):
+        forest = _timed(be.array_module(e.src), minimum_spanning_forest, e, on_round=on_round)
+    f: MSFResult = forest.value
+    progress.update(100, f"done: {f.rounds} rounds in {forest.seconds:.3f} s", final=True)
     get_run_logger().info(
         "MSF: %d edges, %d trees, %d rounds in %d bands, %.3f s",
-        forest.edges.shape[0], forest.components, forest.rounds, forest.bands, seconds,
+        f.edges.shape[0], f.components, f.rounds, f.bands, forest.seconds,
     )
-    return forest, seconds
+    return forest
 
 
 def _report_markdown(title: str, report: dict, extra: dict) -> str:
@@ -154,36 +252,35 @@ def _publish_report(kind: str, report: dict, extra: dict) -> None:
 
 
 @task(cache_policy=NO_CACHE)
-def validate_bfs(prepared: PreparedEdges, sources: np.ndarray, result: BFSResult, directed: bool,
-                 depth_limit: int | None) -> dict:
+def validate_bfs(prepared: Timed, sources: np.ndarray, search: Timed, directed: bool,
+                 depth_limit: int | None) -> Timed:
     """Graph500's five rules on the raw edge list; fails the run on any violation."""
-    e = prepared.edges
+    e, result = prepared.value.edges, search.value
     start = time.perf_counter()
     report = verify_bfs(e.src, e.dst, e.n, sources, result.distance, result.predecessor, directed, depth_limit)
+    seconds = time.perf_counter() - start
     reached = int((result.distance >= 0).sum())
-    _publish_report("bfs", report, {"reached vertices": reached, "seconds": round(time.perf_counter() - start, 4)})
-    return report
+    _publish_report("bfs", report, {"sources": len(sources), "reached vertices": reached, "seconds": round(seconds, 4)})
+    return Timed(report, seconds)
 
 
 @task(cache_policy=NO_CACHE)
-def validate_forest(prepared: PreparedEdges, forest: MSFResult) -> dict:
+def validate_forest(prepared: Timed, forest: Timed) -> Timed:
     """Forest structure and minimality (cycle property; Kruskal's total for small graphs)."""
-    e = prepared.edges
+    e, chosen = prepared.value.edges, forest.value.edges
     start = time.perf_counter()
-    report = verify_forest(e.src, e.dst, e.weight, e.n, forest.edges)
-    total = float(e.weight[forest.edges].sum())
-    extra = {"forest edges": int(forest.edges.shape[0]), "total weight": total}
+    report = verify_forest(e.src, e.dst, e.weight, e.n, chosen)
+    extra = {"forest edges": int(chosen.shape[0]), "total weight": float(e.weight[chosen].sum())}
     if e.m <= KRUSKAL_LIMIT:
         ref_total, ref_edges = kruskal(be.to_host(e.src), be.to_host(e.dst), be.to_host(e.weight), e.n)
-        import math
-
-        ours = math.fsum(be.to_host(e.weight[forest.edges]).tolist())
+        ours = math.fsum(be.to_host(e.weight[chosen]).tolist())
         report["total weight equals Kruskal's"] = 0 if ours == ref_total else 1
-        report["edge count equals Kruskal's"] = abs(len(ref_edges) - int(forest.edges.shape[0]))
+        report["edge count equals Kruskal's"] = abs(len(ref_edges) - int(chosen.shape[0]))
         extra["Kruskal total weight"] = ref_total
-    extra["seconds"] = round(time.perf_counter() - start, 4)
+    seconds = time.perf_counter() - start
+    extra["seconds"] = round(seconds, 4)
     _publish_report("msf", report, extra)
-    return report
+    return Timed(report, seconds)
 
 
 def bfs_table(table: EdgeTable, prepared: PreparedEdges, result: BFSResult) -> pa.Table:
@@ -212,12 +309,57 @@ def forest_table(table: EdgeTable, prepared: PreparedEdges, forest: MSFResult) -
     return pa.table({"src": src, "dst": dst, "weight": pa.array(table.weight[rows])})
 
 
-@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE)
-def write_results(tables: dict[str, pa.Table], output: str) -> list[str]:
-    """Write every result file atomically into the output directory."""
-    paths = [str(p) for p in write_many(tables, output)]
+def _write(name: str, table: pa.Table, output: str) -> Timed:
+    start = time.perf_counter()
+    paths = [str(p) for p in write_many({name: table}, output)]
     get_run_logger().info("wrote %s", ", ".join(paths))
-    return paths
+    return Timed(paths, time.perf_counter() - start)
+
+
+@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE)
+def write_distances(loaded: Timed, prepared: Timed, search: Timed, output: str) -> Timed:
+    """OUTPUT/bfs_distances.parquet, written atomically."""
+    return _write("bfs_distances.parquet", bfs_table(loaded.value, prepared.value, search.value), output)
+
+
+@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE)
+def write_forest(loaded: Timed, prepared: Timed, forest: Timed, output: str) -> Timed:
+    """OUTPUT/mst_edges.parquet, written atomically."""
+    return _write("mst_edges.parquet", forest_table(loaded.value, prepared.value, forest.value), output)
+
+
+@task(cache_policy=NO_CACHE)
+def summarize(loaded: Timed, prepared: Timed, graph: Timed | None = None, searches: list = (),
+              source_sets: list = (), forest: Timed | None = None, checks: list = (),
+              writes: list = ()) -> dict:
+    """The run's figures, small enough to return to the flow: sizes, BFS levels and GTEPS
+    (Graph500: input edges inside the searched component, per second), Boruvka rounds and
+    edges/s, and the seconds of every stage."""
+    table, p = loaded.value, prepared.value
+    summary = {"input": table.path, "backend": p.backend, "device": p.device, "vertices": p.edges.n,
+               "edges": table.rows, "self_loops_dropped": p.self_loops}
+    seconds = {"load": loaded.seconds, "prepare": prepared.seconds}
+    if searches:
+        traversed = sum(int((s.value.distance[p.edges.src] >= 0).sum()) for s in searches)
+        bfs_seconds = sum(s.seconds for s in searches)
+        summary.update({
+            "source_sets": len(searches), "sources": sum(len(s) for s in source_sets),
+            "reached": [int((s.value.distance >= 0).sum()) for s in searches],
+            "levels": [s.value.levels for s in searches],
+            "gteps": round(traversed / bfs_seconds / 1e9, 4) if bfs_seconds > 0 else None,
+        })
+        seconds.update(csr=graph.seconds, bfs=bfs_seconds)
+    if forest is not None:
+        f = forest.value
+        summary.update({
+            "forest_edges": int(f.edges.shape[0]), "components": f.components, "rounds": f.rounds,
+            "edges_per_second": round(table.rows / forest.seconds) if forest.seconds > 0 else None,
+        })
+        seconds["msf"] = forest.seconds
+    seconds.update(validate=sum(c.seconds for c in checks), write=sum(w.seconds for w in writes))
+    summary.update({f"{stage}_seconds": round(s, 4) for stage, s in seconds.items()})
+    summary["outputs"] = [path for w in writes for path in w.value]
+    return summary
 
 
 @task(cache_policy=NO_CACHE)

@@ -11,6 +11,9 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
 os.environ.setdefault("PREFECT_TASKS_DEFAULT_NO_CACHE", "true")
+# flows run their tasks in threads unless a test asks for Dask workers (tests/test_dask.py)
+os.environ["GRAPH_TASK_RUNNER"] = "threads"
+os.environ.pop("GRAPH_DASK_ADDRESS", None)
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -48,8 +51,13 @@ def xp(backend):
 def prefect_server():
     from prefect.testing.utilities import prefect_test_harness
 
+    from prefect.settings import PREFECT_API_URL
+
     with prefect_test_harness(server_startup_timeout=90):
+        # Dask worker processes and CLI subprocesses find the same server through the environment
+        os.environ["PREFECT_API_URL"] = PREFECT_API_URL.value()
         yield
+        del os.environ["PREFECT_API_URL"]
 
 
 def host(a):

@@ -135,7 +135,7 @@ def test_failed_validation_publishes_nothing_and_keeps_previous_outputs(tmp_path
     before = (out / "mst_edges.parquet").read_bytes()
     import tasks.graph_tasks as gt
 
-    def broken_forest(edges):  # drops one edge: no longer spanning
+    def broken_forest(edges, on_round=None):  # drops one edge: no longer spanning
         return MSFResult(edges=np.array([0, 2, 3, 4]), components=2, rounds=1, bands=1)
 
     monkeypatch.setattr(gt, "minimum_spanning_forest", broken_forest)

@@ -1,0 +1,86 @@
+"""Flows on real Dask workers (distributed.LocalCluster worker processes): the same outputs as
+the in-process runner, source sets fanned out as mapped tasks, and a worker killed mid-task."""
+import os
+import signal
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from distributed import Client, LocalCluster
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from flows.bfs import bfs_flow
+from flows.mst import mst_flow
+from flows.pipeline import pipeline_flow
+from flows.runners import task_runner
+from tests.conftest import realgraphs_dir
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+def tables(directory: Path) -> dict:
+    """Every Parquet result under ``directory``, by relative path."""
+    return {str(p.relative_to(directory)): pq.read_table(p) for p in sorted(directory.rglob("*.parquet"))}
+
+
+def no_temporaries(directory: Path) -> bool:
+    return not [p for p in directory.rglob("*") if p.name.startswith(".")]
+
+
+def test_local_cluster_of_two_workers_gives_the_default_runners_outputs(tmp_path, monkeypatch):
+    graph = str(realgraphs_dir() / "rome99.parquet")
+    params = dict(input=graph, source_sets=[["1"], ["7", "3000"], ["2500"]], directed=True)
+    in_process = pipeline_flow.with_options(task_runner=task_runner("threads"))(output=str(tmp_path / "threads"), **params)
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
+    on_dask = pipeline_flow.with_options(task_runner=task_runner("dask"))(output=str(tmp_path / "dask"), **params)
+
+    expected, got = tables(tmp_path / "threads"), tables(tmp_path / "dask")
+    assert sorted(got) == ["mst_edges.parquet"] + [f"source-set-{k}/bfs_distances.parquet" for k in range(3)]
+    for name, table in expected.items():
+        assert got[name].equals(table), name
+    assert on_dask["levels"] == in_process["levels"] and on_dask["forest_edges"] == in_process["forest_edges"]
+    assert no_temporaries(tmp_path)
+
+
+def test_source_sets_are_separate_searches_with_one_output_each(tmp_path):
+    graph = str(realgraphs_dir() / "netscience.parquet")
+    runner = task_runner("threads")
+    fanned = bfs_flow.with_options(task_runner=runner)(graph, source_sets=[["0"], ["5", "9"]], output=str(tmp_path / "sets"))
+    for k, sources in enumerate([["0"], ["5", "9"]]):
+        single = bfs_flow.with_options(task_runner=runner)(graph, source=sources, output=str(tmp_path / f"one{k}"))
+        assert tables(tmp_path / "sets" / f"source-set-{k}") == tables(tmp_path / f"one{k}")
+        assert fanned["levels"][k] == single["levels"][0]
+    assert fanned["source_sets"] == 2 and fanned["sources"] == 3
+
+
+class KillWorkerOnce(WorkerPlugin):
+    """SIGKILLs the worker process that starts executing the first task whose key contains
+    ``name``; a marker file makes it once per test across all worker processes."""
+
+    def __init__(self, marker: str, name: str):
+        self.marker, self.name = marker, name
+
+    def transition(self, key, start, finish, **kwargs):
+        if finish != "executing" or self.name not in str(key):
+            return
+        try:
+            os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.mark.parametrize("victim", ["spanning_forest", "write_forest"])
+def test_worker_killed_mid_task_is_retried_and_outputs_are_identical(tmp_path, victim):
+    graph = str(realgraphs_dir() / "rome99.parquet")
+    undisturbed = mst_flow.with_options(task_runner=task_runner("threads"))(graph, output=str(tmp_path / "calm"))
+    marker = tmp_path / "killed"
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster) as client:
+        client.register_plugin(KillWorkerOnce(str(marker), victim))
+        state = mst_flow.with_options(task_runner=task_runner(address=cluster.scheduler_address))(
+            graph, output=str(tmp_path / "killed-run"), return_state=True)
+    assert marker.exists(), "no worker was killed: the test did not test anything"
+    assert state.is_completed(), state.message
+    assert state.result()["forest_edges"] == undisturbed["forest_edges"]
+    assert tables(tmp_path / "killed-run") == tables(tmp_path / "calm")
+    assert no_temporaries(tmp_path / "killed-run")
