@@ -1,0 +1,124 @@
+"""The scheduled-deployment path, as a user runs it: a real `prefect server` on a free port of
+127.0.0.1 in a temporary PREFECT_HOME, a process work pool, `prefect deploy --all` from the real
+prefect.yaml, a deployment run triggered with parameters, and a worker that runs it on Dask
+workers. Everything started here is stopped here."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+POOL = "graph-pool"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def prefect(env, *args, timeout=180, cwd=ROOT):
+    done = subprocess.run([sys.executable, "-m", "prefect", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"prefect {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def api(url, path, body=None):
+    request = urllib.request.Request(f"{url}{path}", method="POST" if body is not None else "GET",
+                                     data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture
+def server(tmp_path):
+    """A real Prefect server: yields (api_url, env for the prefect CLI and the worker)."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/api"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GRAPH_"))}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_API_URL=url,
+               PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_SERVER_LOGGING_LEVEL="WARNING",
+               PREFECT_CLI_PROMPT="false")
+    log = open(tmp_path / "server.log", "w")
+    process = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+                                "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if api(url, "/health") is True:
+                    break
+            except OSError:
+                pass
+            assert process.poll() is None, (tmp_path / "server.log").read_text()
+            assert time.monotonic() < deadline, "prefect server did not start in 120 s"
+            time.sleep(0.5)
+        yield url, env
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+        log.close()
+
+
+def test_deploy_from_prefect_yaml_and_run_on_a_process_worker(server, tmp_path):
+    url, env = server
+    yaml_before = (ROOT / "prefect.yaml").read_text()
+    prefect(env, "work-pool", "create", POOL, "--type", "process")
+    prefect(env, "--no-prompt", "deploy", "--all")
+    assert (ROOT / "prefect.yaml").read_text() == yaml_before, "deploy rewrote prefect.yaml"
+
+    flows = {f["id"]: f["name"] for f in api(url, "/flows/filter", {})}
+    deployments = {f"{flows[d['flow_id']]}/{d['name']}": d for d in api(url, "/deployments/filter", {})}
+    assert sorted(deployments) == ["bfs/nightly", "mst/nightly", "pipeline/nightly"]
+    crons = {spec["entrypoint"].split("/")[1].split(".")[0]: spec["schedules"][0]["cron"]
+             for spec in yaml.safe_load(yaml_before)["deployments"]}
+    for name, d in deployments.items():
+        assert d["work_pool_name"] == POOL
+        assert [s["schedule"]["cron"] for s in d["schedules"]] == [crons[name.split("/")[0]]]
+
+    output = tmp_path / "out"
+    params = {"input": "data/graph.parquet", "source_sets": [["0"], ["3", "5"]], "source": None,
+              "output": str(output)}
+    run = prefect(env, "deployment", "run", "pipeline/nightly", "--params", json.dumps(params))
+    flow_run_id = next(line.split()[-1] for line in run.splitlines() if "UUID" in line)
+
+    worker_env = {**env, "GRAPH_DASK_WORKERS": "2", "GRAPH_PROGRESS_MIN_EDGES": "0"}
+    prefect(worker_env, "worker", "start", "--pool", POOL, "--run-once", timeout=600)
+
+    flow_run = api(url, f"/flow_runs/{flow_run_id}")
+    assert flow_run["state"]["type"] == "COMPLETED", flow_run["state"]
+    assert flow_run["parameters"]["source_sets"] == [["0"], ["3", "5"]]
+
+    forest = pq.read_table(output / "mst_edges.parquet")
+    assert forest.num_rows == 5 and sum(forest["weight"].to_pylist()) == 13
+    for k in range(2):
+        distances = pq.read_table(output / f"source-set-{k}" / "bfs_distances.parquet")
+        assert distances.column_names == ["vertex", "distance", "predecessor"] and distances.num_rows == 6
+
+    artifacts = api(url, "/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [flow_run_id]}}})
+    keys = {(a["key"], a["type"]) for a in artifacts}
+    assert {("pipeline-summary", "table"), ("bfs-validation", "markdown"), ("msf-validation", "markdown"),
+            ("bfs-progress", "progress"), ("msf-progress", "progress")} <= keys
+    summary = next(json.loads(a["data"]) if isinstance(a["data"], str) else a["data"]
+                   for a in artifacts if a["key"] == "pipeline-summary")
+    metrics = {row["metric"]: row["value"] for row in summary}
+    for metric in ("vertices", "edges", "components", "levels", "rounds", "csr_seconds", "bfs_seconds",
+                   "msf_seconds", "gteps", "backend", "device"):
+        assert metric in metrics, metric
+    assert all(a["data"] == 100 for a in artifacts if a["type"] == "progress")
