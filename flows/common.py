@@ -102,8 +102,14 @@ def _one_api_server() -> dict:
     return {PREFECT_API_URL: server.api_url}
 
 
-def _terminate(signum, frame):
-    raise KeyboardInterrupt  # SIGTERM unwinds like Ctrl-C: temporary files are removed
+_signals_received: list[int] = []
+
+
+def _interrupt(signum, frame):
+    # SIGTERM unwinds like Ctrl-C. The signal is also noted because the KeyboardInterrupt can
+    # surface wrapped in another exception (e.g. raised inside Prefect's pydantic serializer).
+    _signals_received.append(signum)
+    raise KeyboardInterrupt
 
 
 def run_cli(flow, parser: argparse.ArgumentParser, argv, to_params) -> int:
@@ -122,7 +128,8 @@ def run_cli(flow, parser: argparse.ArgumentParser, argv, to_params) -> int:
         for handler in logging.getLogger().handlers:
             if isinstance(handler, PrefectConsoleHandler):
                 handler.setLevel(logging.CRITICAL + 1)
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     params = to_params(args)
     output = params["output"] or default_output(params["input"])
     try:
@@ -133,13 +140,16 @@ def run_cli(flow, parser: argparse.ArgumentParser, argv, to_params) -> int:
             settings.update(_one_api_server())
         with temporary_settings(updates=settings):
             summary = flow.with_options(task_runner=runner)(**params)
-    except KeyboardInterrupt:
-        # the run's processes are gone: what they were writing is a stale temporary file
-        for directory in (output, *Path(output).glob("source-set-*")) if Path(output).is_dir() else ():
-            remove_stale_temporaries(directory)
-        print("interrupted: no partial file was left", file=sys.stderr)
-        return 130
-    except Exception as exc:  # every failure becomes one line; the traceback is in Prefect's log
+    except BaseException as exc:
+        if _signals_received or isinstance(exc, KeyboardInterrupt):
+            # the run's processes are gone: what they were writing is a stale temporary file
+            for directory in (output, *Path(output).glob("source-set-*")) if Path(output).is_dir() else ():
+                remove_stale_temporaries(directory)
+            print("interrupted: no partial file was left", file=sys.stderr)
+            return 130
+        if not isinstance(exc, Exception):
+            raise
+        # every failure becomes one line; the traceback is in Prefect's log
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"error: {message}", file=sys.stderr)
         return 1
