@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything one H200 session runs, in one call (each machine start costs budget):
-#   benchmarks/h200.sh tests|bench|all  OUTDIR
+#   benchmarks/h200.sh tests|bench|flow|all  OUTDIR
 # Needs .whl/ (../shared/tools/device-wheels.sh) and .realgraphs/ carried with the checkout.
 set -uo pipefail
 what=${1:-all}; out=${2:-${OUT:-/tmp/out}}
@@ -9,7 +9,17 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD GRAPH_REALGRAPHS=$PWD/.realgraphs PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 if [[ $what == tests || $what == all ]]; then
-  timeout 330 python3 -m pytest -q -p no:cacheprovider 2>&1 | tee "$out/pytest.log" | tail -25
+  timeout 480 python3 -m pytest -q -p no:cacheprovider 2>&1 | tee "$out/pytest.log" | tail -25
+fi
+if [[ $what == flow || $what == all ]]; then
+  # one Prefect server for the flow and its dask-cuda worker (GUIDE section 5)
+  export PREFECT_HOME=/tmp/prefect-home PREFECT_SERVER_ANALYTICS_ENABLED=false PREFECT_API_URL=http://127.0.0.1:4200/api
+  python3 -m prefect server start --host 127.0.0.1 --port 4200 > "$out/server.log" 2>&1 &
+  server=$!
+  for _ in $(seq 60); do python3 -c "import urllib.request; urllib.request.urlopen('$PREFECT_API_URL/health')" 2>/dev/null && break; sleep 1; done
+  timeout 420 python3 -m benchmarks.orchestration --graph kron:24 --runner dask --workdir /tmp/orchestration \
+    --json "$out/h200-flow-$(date +%F).json" 2>&1 | grep -v "distributed\." | tee "$out/flow.log" | tail -40
+  kill $server
 fi
 if [[ $what == bench || $what == all ]]; then
   json="$out/h200-$(date +%F).json"

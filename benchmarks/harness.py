@@ -201,7 +201,12 @@ def run(args, command):
                 print(json.dumps({k: out[k] for k in ("algo", "graph", "backend", "seconds", "baseline",
                                                       "baseline_seconds", "speedup", "validated")}), flush=True)
         del ctx
-    path = Path(args.json)
+    append_records(args.json, records)
+
+
+def append_records(json_path: str, records: list) -> None:
+    """Append records to a JSON list file, replacing it atomically."""
+    path = Path(json_path)
     existing = json.loads(path.read_text()) if path.exists() else []
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

@@ -51,3 +51,22 @@ def scipy_msf_weight(n, src, dst, weight):
     shift = 1.0 - w.min() if w.size else 0.0
     t = csgraph.minimum_spanning_tree(sp.csr_matrix((w + shift, (a, b)), shape=(n, n)))
     return float(t.sum()) - shift * t.nnz, t.nnz
+
+
+def result_tables(directory):
+    """Every Parquet result under ``directory``, by relative path, in the form two correct runs
+    must agree on: forests whole; BFS distances whole on the CPU, but on the GPU without the
+    predecessor column (any valid parent is correct there, and the validation task checks it)."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from kernels.backend import resolve
+
+    found = {}
+    for path in sorted(Path(directory).rglob("*.parquet")):
+        table = pq.read_table(path)
+        if "predecessor" in table.column_names and resolve(None) != "numpy":
+            table = table.drop_columns(["predecessor"])
+        found[str(path.relative_to(directory))] = table
+    return found

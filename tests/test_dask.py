@@ -4,7 +4,6 @@ import os
 import signal
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 from distributed import Client, LocalCluster
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -14,13 +13,9 @@ from flows.mst import mst_flow
 from flows.pipeline import pipeline_flow
 from flows.runners import task_runner
 from tests.conftest import realgraphs_dir
+from tests.references import result_tables
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
-
-
-def tables(directory: Path) -> dict:
-    """Every Parquet result under ``directory``, by relative path."""
-    return {str(p.relative_to(directory)): pq.read_table(p) for p in sorted(directory.rglob("*.parquet"))}
 
 
 def no_temporaries(directory: Path) -> bool:
@@ -34,7 +29,7 @@ def test_local_cluster_of_two_workers_gives_the_default_runners_outputs(tmp_path
     monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
     on_dask = pipeline_flow.with_options(task_runner=task_runner("dask"))(output=str(tmp_path / "dask"), **params)
 
-    expected, got = tables(tmp_path / "threads"), tables(tmp_path / "dask")
+    expected, got = result_tables(tmp_path / "threads"), result_tables(tmp_path / "dask")
     assert sorted(got) == ["mst_edges.parquet"] + [f"source-set-{k}/bfs_distances.parquet" for k in range(3)]
     for name, table in expected.items():
         assert got[name].equals(table), name
@@ -48,7 +43,7 @@ def test_source_sets_are_separate_searches_with_one_output_each(tmp_path):
     fanned = bfs_flow.with_options(task_runner=runner)(graph, source_sets=[["0"], ["5", "9"]], output=str(tmp_path / "sets"))
     for k, sources in enumerate([["0"], ["5", "9"]]):
         single = bfs_flow.with_options(task_runner=runner)(graph, source=sources, output=str(tmp_path / f"one{k}"))
-        assert tables(tmp_path / "sets" / f"source-set-{k}") == tables(tmp_path / f"one{k}")
+        assert result_tables(tmp_path / "sets" / f"source-set-{k}") == result_tables(tmp_path / f"one{k}")
         assert fanned["levels"][k] == single["levels"][0]
     assert fanned["source_sets"] == 2 and fanned["sources"] == 3
 
@@ -82,5 +77,5 @@ def test_worker_killed_mid_task_is_retried_and_outputs_are_identical(tmp_path, v
     assert marker.exists(), "no worker was killed: the test did not test anything"
     assert state.is_completed(), state.message
     assert state.result()["forest_edges"] == undisturbed["forest_edges"]
-    assert tables(tmp_path / "killed-run") == tables(tmp_path / "calm")
+    assert result_tables(tmp_path / "killed-run") == result_tables(tmp_path / "calm")
     assert no_temporaries(tmp_path / "killed-run")

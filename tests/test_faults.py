@@ -20,6 +20,7 @@ from kernels import backend as be
 from tasks import graph_tasks
 from tasks.errors import DeviceMemoryError
 from tests.conftest import ROOT
+from tests.references import result_tables
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -49,10 +50,10 @@ def test_concurrent_runs_to_different_outputs_do_not_interfere(tmp_path):
         _, err = run.communicate(timeout=300)
         assert run.returncode == 0, err
     expected = pq.read_table(tmp_path / "serial" / "mst_edges.parquet")
-    first_distances = pq.read_table(tmp_path / "run0" / "bfs_distances.parquet")
+    first = result_tables(tmp_path / "run0")
     for k in range(3):
         assert pq.read_table(tmp_path / f"run{k}" / "mst_edges.parquet").equals(expected)
-        assert pq.read_table(tmp_path / f"run{k}" / "bfs_distances.parquet").equals(first_distances)
+        assert result_tables(tmp_path / f"run{k}") == first
         assert not leftovers(tmp_path / f"run{k}")
     assert serial["forest_edges"] == expected.num_rows
 
