@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from prefect.futures import PrefectFuture, wait
@@ -87,19 +88,34 @@ def _id_list(text: str) -> list[str]:
     return ids
 
 
-def _one_api_server() -> dict:
-    """Settings that point this process and every Dask worker it starts at one Prefect server.
-    Without PREFECT_API_URL each worker process would start its own temporary server (seconds
-    each, on one SQLite file); this starts the one temporary server here and exports its URL."""
+@contextmanager
+def _environment(values: dict):
+    """Variables that processes started meanwhile (Dask workers) inherit; restored after, so a
+    caller of main() in the same process (tests) keeps its own environment."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _one_api_server() -> str | None:
+    """The URL of a temporary Prefect server started here when none is configured. Dask worker
+    processes need PREFECT_API_URL: without it each would start its own temporary server
+    (seconds each, on one SQLite file)."""
     from prefect.server.api.server import SubprocessASGIServer
     from prefect.settings import PREFECT_API_URL
 
     if os.environ.get("PREFECT_API_URL") or PREFECT_API_URL.value():
-        return {}
+        return None
     server = SubprocessASGIServer()  # the instance Prefect itself uses for a temporary server
     server.start()
-    os.environ["PREFECT_API_URL"] = server.api_url
-    return {PREFECT_API_URL: server.api_url}
+    return server.api_url
 
 
 _signals_received: list[int] = []
@@ -112,6 +128,23 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """Did the run end because of SIGINT or SIGTERM? During a flow run Prefect replaces the
+    SIGTERM handler with its own (TerminationSignal), and either exception can arrive wrapped,
+    as text only (seen: inside pydantic's serializer), hence the names are looked for too."""
+    from prefect.exceptions import TerminationSignal
+
+    if _signals_received:
+        return True
+    while exc is not None:
+        if isinstance(exc, (KeyboardInterrupt, TerminationSignal)):
+            return True
+        if "KeyboardInterrupt" in str(exc) or "TerminationSignal" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def run_cli(flow, parser: argparse.ArgumentParser, argv, to_params) -> int:
     """Parse arguments, run ``flow`` and print where it wrote; on failure print one line to
     stderr and return 1. Prefect's own console log is shown with --verbose only (the run's full
@@ -120,11 +153,12 @@ def run_cli(flow, parser: argparse.ArgumentParser, argv, to_params) -> int:
     if getattr(args, "depth_limit", None) is not None and args.depth_limit < 0:
         parser.error(f"--depth-limit must be >= 0 (got {args.depth_limit})")
     from prefect.logging.handlers import PrefectConsoleHandler
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+    from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
+    environment = {}
     if not args.verbose:
         # Dask worker processes configure Prefect's logging from this variable when they start
-        os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "CRITICAL"
+        environment["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "CRITICAL"
         for handler in logging.getLogger().handlers:
             if isinstance(handler, PrefectConsoleHandler):
                 handler.setLevel(logging.CRITICAL + 1)
@@ -136,12 +170,12 @@ def run_cli(flow, parser: argparse.ArgumentParser, argv, to_params) -> int:
         runner = task_runner(args.runner, args.dask_address)
         # a CLI run is watched by its caller: no heartbeat thread (it costs ~1 s per run)
         settings = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
-        if uses_dask(runner):
-            settings.update(_one_api_server())
-        with temporary_settings(updates=settings):
+        if uses_dask(runner) and (api_url := _one_api_server()):
+            settings[PREFECT_API_URL] = environment["PREFECT_API_URL"] = api_url
+        with temporary_settings(updates=settings), _environment(environment):
             summary = flow.with_options(task_runner=runner)(**params)
     except BaseException as exc:
-        if _signals_received or isinstance(exc, KeyboardInterrupt):
+        if _interrupted(exc):
             # the run's processes are gone: what they were writing is a stale temporary file
             for directory in (output, *Path(output).glob("source-set-*")) if Path(output).is_dir() else ():
                 remove_stale_temporaries(directory)

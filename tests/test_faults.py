@@ -97,12 +97,14 @@ def test_interrupted_cli_leaves_no_temporary_files(tmp_path, runner, signum, mom
     out = tmp_path / "out"
     run = cli("flows.pipeline", graph, "--source", "0", "--output", str(out), "--runner", runner, "--verbose",
               PREFECT_LOGGING_LEVEL="INFO")
+    log = []
     for line in run.stderr:
+        log.append(line)
         if moment in line:
             run.send_signal(signum)
             break
     else:
-        pytest.fail(f"the run never logged {moment!r}")
+        pytest.fail(f"the run never logged {moment!r}:\n{''.join(log[-20:])}")
     run.communicate(timeout=120)
     assert run.returncode in (130, 0)
     assert not leftovers(out)
