@@ -11,7 +11,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from prefect.futures import PrefectFuture, wait
+import distributed
+from prefect.futures import PrefectFuture
 
 from flows.runners import RUNNERS, task_runner, uses_dask
 from tasks.edges_io import remove_stale_temporaries
@@ -38,18 +39,35 @@ def source_plan(source: list | None, source_sets: list[list] | None, output: str
 
 
 def finish(kind: str, summary: PrefectFuture, started: float, stages: list) -> dict:
-    """Wait for every stage; if one failed, raise its own error (stages are in recipe order, so
-    the first failure is the cause, not a downstream task that never ran). Otherwise publish the
-    summary (a small dict, the only result the flow process fetches)."""
-    futures = [f for stage in stages for f in (stage if isinstance(stage, list) else [stage])]
-    wait(futures + [summary])
-    for future in futures + [summary]:
-        if future.state.is_failed() or future.state.is_crashed():
-            future.result()
-    result = summary.result()
+    """Fetch the run's summary, the one result the flow process takes from the workers (a small
+    dict; every other product stays where it was made: waiting on a Dask future would fetch its
+    data). The summary depends on every stage, so it settles last. If it did not complete, raise
+    the error of the first stage that failed (stages are in recipe order, so that is the cause,
+    not a downstream task that never ran)."""
+    try:
+        result = summary.result()
+    except BaseException:
+        for future in (f for stage in stages for f in (stage if isinstance(stage, list) else [stage])):
+            if _failed(future):
+                future.result()  # raises that task's own error (only the error travels)
+        raise
     result["total_seconds"] = round(time.perf_counter() - started, 3)
     publish_summary(kind, result)
     return result
+
+
+def _state_failed(state) -> bool:
+    return state.is_failed() or state.is_crashed()
+
+
+def _failed(future: PrefectFuture) -> bool:
+    """Whether a settled task failed, asked where its state lives: a Dask future's state holds
+    the task's product, so the question is sent to its worker rather than the state fetched."""
+    wrapped = getattr(future, "wrapped_future", None)
+    if isinstance(wrapped, distributed.Future):
+        return wrapped.client.submit(_state_failed, wrapped).result()
+    future.wait()
+    return _state_failed(future.state)
 
 
 def add_input_arguments(parser: argparse.ArgumentParser, weights: bool) -> None:
@@ -162,8 +180,7 @@ def run_cli(flow, parser: argparse.ArgumentParser, argv, to_params) -> int:
         for handler in logging.getLogger().handlers:
             if isinstance(handler, PrefectConsoleHandler):
                 handler.setLevel(logging.CRITICAL + 1)
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
+    handlers = {signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
     params = to_params(args)
     output = params["output"] or default_output(params["input"])
     try:
@@ -187,6 +204,9 @@ def run_cli(flow, parser: argparse.ArgumentParser, argv, to_params) -> int:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"error: {message}", file=sys.stderr)
         return 1
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     for path in summary["outputs"]:
         print(f"wrote {path}")
     print(", ".join(f"{k}={v}" for k, v in summary.items() if k != "outputs"))

@@ -79,3 +79,19 @@ def test_worker_killed_mid_task_is_retried_and_outputs_are_identical(tmp_path, v
     assert state.result()["forest_edges"] == undisturbed["forest_edges"]
     assert result_tables(tmp_path / "killed-run") == result_tables(tmp_path / "calm")
     assert no_temporaries(tmp_path / "killed-run")
+
+
+def test_bad_input_on_dask_workers_fails_the_flow_with_the_tasks_own_message(tmp_path, monkeypatch):
+    """The first failed stage's error, fetched from the worker, is the flow's message; the
+    downstream tasks that never ran do not mask it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "g.parquet"
+    pq.write_table(pa.table({"src": [0, 1], "dst": [1, 2], "w": [1.0, 2.0]}), path)
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
+    state = mst_flow.with_options(task_runner=task_runner("dask"))(str(path), output=str(tmp_path / "o"),
+                                                                   return_state=True)
+    assert state.is_failed()
+    assert f"{path}: column 'weight' not found (columns: src, dst, w)" in state.message
+    assert not (tmp_path / "o").exists()
