@@ -1,6 +1,8 @@
 """Prefect tasks of the pipeline. Each moves data between I/O and one kernel, times it (after a
-device sync) and logs one line. Array-carrying tasks use NO_CACHE: a cache key would pickle,
-and on the GPU copy to the host, every array they receive."""
+device sync) and logs one line. They run on Dask workers (or threads) and hand their products to
+each other as futures, wrapped in ``Timed``; only ``summarize`` returns something the flow
+process fetches. Array-carrying tasks use NO_CACHE: a cache key would pickle, and on the GPU
+copy to the host, every array they receive. Only the Parquet read and writes retry."""
 from __future__ import annotations
 
 import math
