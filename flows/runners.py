@@ -39,16 +39,18 @@ def local_cluster(**kwargs):
 
 
 def task_runner(kind: str | None = None, address: str | None = None):
-    """The task runner for one flow run; arguments override the environment."""
-    address = address or os.environ.get("GRAPH_DASK_ADDRESS") or None
+    """The task runner for one flow run. An address argument means that cluster; otherwise the
+    kind (argument, else GRAPH_TASK_RUNNER, else dask); a Dask run uses GRAPH_DASK_ADDRESS if
+    set, else a cluster of this machine."""
+    if address:
+        return DaskTaskRunner(address=address)
     kind = kind or os.environ.get("GRAPH_TASK_RUNNER") or "dask"
     if kind not in RUNNERS:
         raise ValueError(f"unknown task runner {kind!r} (choose from {', '.join(RUNNERS)})")
-    if kind == "threads" and not address:
+    if kind == "threads":
         return ThreadPoolTaskRunner()
-    if address:
-        return DaskTaskRunner(address=address)
-    return DaskTaskRunner(cluster_class=local_cluster)
+    address = os.environ.get("GRAPH_DASK_ADDRESS")
+    return DaskTaskRunner(address=address) if address else DaskTaskRunner(cluster_class=local_cluster)
 
 
 def uses_dask(runner) -> bool:

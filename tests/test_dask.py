@@ -95,3 +95,26 @@ def test_bad_input_on_dask_workers_fails_the_flow_with_the_tasks_own_message(tmp
     assert state.is_failed()
     assert f"{path}: column 'weight' not found (columns: src, dst, w)" in state.message
     assert not (tmp_path / "o").exists()
+
+
+def test_flows_import_anywhere_and_choose_their_runner_when_they_run(monkeypatch):
+    """Importing a flow builds no cluster and imports no dask_cuda (it fails without a GPU);
+    the runner follows the arguments, then the environment."""
+    import sys
+
+    from prefect.task_runners import ThreadPoolTaskRunner
+    from prefect_dask import DaskTaskRunner
+
+    from flows.runners import local_cluster
+
+    assert "dask_cuda" not in sys.modules
+    monkeypatch.delenv("GRAPH_TASK_RUNNER", raising=False)
+    default = task_runner()
+    assert isinstance(default, DaskTaskRunner) and default.cluster_class is local_cluster and default.address is None
+    assert isinstance(task_runner("threads"), ThreadPoolTaskRunner)
+    monkeypatch.setenv("GRAPH_DASK_ADDRESS", "tcp://10.1.2.3:8786")
+    assert task_runner().address == "tcp://10.1.2.3:8786"
+    assert isinstance(task_runner("threads"), ThreadPoolTaskRunner)  # the argument beats the environment
+    assert task_runner("threads", "tcp://10.9.9.9:8786").address == "tcp://10.9.9.9:8786"
+    with pytest.raises(ValueError, match="unknown task runner 'processes'"):
+        task_runner("processes")
