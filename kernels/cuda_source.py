@@ -27,11 +27,10 @@ def name_expressions() -> list[str]:
     for t in ID_TYPES.values():
         names += [template("ids_mark", t), template("ids_list", t)]
     for w in WEIGHT_TYPES.values():
-        names += [template(k, w) for k in ("msf_sample", "msf_histogram", "msf_band_count")]
-        for e in EDGE_TYPES.values():
-            names += [template(k, w, e) for k in ("msf_band_fill", "msf_min_key", "msf_min_position")]
+        names += [template(k, w) for k in ("msf_sample", "msf_histogram")]
+        names += [template("msf_band_fill", w, e) for e in EDGE_TYPES.values()]
     for e in EDGE_TYPES.values():
-        names += [template(k, e) for k in ("msf_hook", "msf_relabel_count", "msf_compact")]
+        names += [template(k, e) for k in ("msf_min_edge", "msf_hook", "msf_relabel")]
     return names
 
 

@@ -23,13 +23,14 @@ bytes as uploaded (8 for int64 ids). Peak of each stage of the pipeline, with wh
              bitmaps 3/8 n, step codes 1 n               ~17.4 n
   msf      edge list + CSR + BFS results (the pipeline keeps them for validation and output;
            the BFS workspace is released)             (16 + W) m + 16 n
-             parent int32 4 n, best key u64 8 n, best position u64 8 n, forest int64 8 n   28 n
-             worklist ends int32 x 2 + edge index (int32 below 2^31 edges), double-buffered,
-             a band <= m/4 (+ one bin of m/256)        2 (8 + E) 0.254 m = 6.1 m (E = 4)
+             parent int32 4 n, best key u64 8 n, best edge u64 8 n, forest int64 8 n     28 n
+             worklist items: ends int32 x 2, edge index E (int32 below 2^31 edges), key u64;
+             double-buffered; a band <= m/4 (+ one bin of m/256)
+                                                    2 (16 + E) 0.254 m = 10.2 m (E = 4)
   (an MSF-only run has no CSR and no BFS results)
 
-Kron-26 (m = 2^30, n = 2^26, float64, int64 ids): prepare 36.5, bfs 26.1, msf 33.1 bytes per
-edge; peak 36.5 against 143 before (H200, CuPy pool's peak). Validation (kernels/verify.py) is
+Kron-26 (m = 2^30, n = 2^26, float64, int64 ids): prepare 36.5, bfs 26.1, msf 36.9 bytes per
+edge; peak 36.9 against 143 before (H200, CuPy pool's peak). Validation (kernels/verify.py) is
 not counted here.
 """
 from __future__ import annotations
@@ -58,6 +59,6 @@ def gpu_bytes(edges: int, vertices: int | None = None, weight_bytes: int = 8,
         stages["bfs"] = edge_list + 8 * m + csr_indptr + 8 * n + 17.4 * n
     if "msf" in algorithms:
         kept = (8 * m + (16 if directed else 8) * n + 8 * n) if bfs else 0
-        worklists = 2 * (8 + edge_index) * 0.254 * m
+        worklists = 2 * (16 + edge_index) * 0.254 * m
         stages["msf"] = edge_list + kept + 28 * n + worklists
     return int(max(stages.values()))

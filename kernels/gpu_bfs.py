@@ -8,6 +8,8 @@ once per launch (one small copy). Narrow stretches, NARROW_LEVELS top-down front
 at most FUSED_MAX_FRONTIER vertices of degree <= FUSED_MAX_DEGREE (road networks, grids), go to
 ``bfs_fused``, which runs levels on one block with block barriers only, until its frontier
 outgrows it; then ``bfs_levels`` continues. So a search costs a few launches whatever its depth.
+Top-down steps are vertex-parallel while no frontier vertex has more than
+VERTEX_PARALLEL_MAX_DEGREE arcs, edge-parallel otherwise (a hub would serialize one thread).
 
 Tie rule on the GPU: a vertex takes whichever valid parent wins the race (Graph500's benign
 race); distances are deterministic, parents need not be.
@@ -25,7 +27,7 @@ FUSED_THREADS = 1024
 FUSED_MAX_FRONTIER = 1024  # one queued vertex per thread of the single block
 FUSED_MAX_DEGREE = 32  # a fused block walks each vertex's list on one thread
 NARROW_LEVELS = 8  # narrow top-down levels in a row before handing the search to one block
-SKEW_LIMIT = 4  # top-down is vertex-parallel while max degree <= SKEW_LIMIT x mean
+VERTEX_PARALLEL_MAX_DEGREE = 32  # above it a frontier expands edge-parallel (one thread per arc)
 
 # ctl layout (kernels/cuda/bfs.cu)
 CTL_LEVEL, CTL_STATUS, CTL_STATS, ST_COUNT, CTL_SIZE = 0, 2, 8, 4, 20
@@ -81,7 +83,7 @@ def bfs_gpu(graph: Graph, sources: np.ndarray, depth_limit: int | None, on_level
     levels_fn = gpu.kernel("bfs_levels").kernel
     levels_args = (out.indptr, out.indices, inc.indptr, inc.indices, np.int32(n), dist, pred, ws.visited,
                    ws.bitmaps[0], ws.bitmaps[1], ws.queues[0], ws.queues[1], ws.offsets, ws.block_sums,
-                   ws.steps, ws.ctl, max_level, np.int32(ALPHA), np.int32(BETA), np.int32(SKEW_LIMIT),
+                   ws.steps, ws.ctl, max_level, np.int32(ALPHA), np.int32(BETA), np.int32(VERTEX_PARALLEL_MAX_DEGREE),
                    np.int32(FUSED_MAX_FRONTIER), np.int32(FUSED_MAX_DEGREE), np.int32(NARROW_LEVELS))
     fused_args = (out.indptr, out.indices, dist, pred, ws.visited, ws.queues[0], ws.queues[1], ws.steps,
                   ws.ctl, max_level, np.int32(FUSED_MAX_FRONTIER), np.int32(FUSED_MAX_DEGREE))

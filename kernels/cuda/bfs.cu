@@ -43,6 +43,7 @@
 #define STEP_FUSED 3
 
 #define BFS_THREADS 512
+#define BU_PROBES 4  // in-neighbours a lane checks alone before its warp helps
 #define FUSED_THREADS 1024
 
 // Claim v for the next level. The plain read of the bitmap filters most already-visited
@@ -119,48 +120,49 @@ __global__ void bfs_init(const int* sources, int count, const i64* out_ptr, i64 
 // frontiers of a few hundred vertices, where a grid-wide barrier per level would dominate). Each
 // thread walks whole adjacency lists, so it runs only while the frontier holds at most max_size
 // queued vertices, none of degree above max_degree; then it hands the state back in ctl.
+// Statistics go to shared counters in three rotating sets (level L fills set L % 3 and clears set
+// (L+1) % 3, which was last read before the previous level's barrier): one barrier per level.
+// The visited pre-check may read L1: a stale word only has fewer bits, and the atomic decides.
 __global__ void __launch_bounds__(FUSED_THREADS)
 bfs_fused(const i64* out_ptr, const int* out_idx, int* dist, int* pred, unsigned* visited,
           int* queue0, int* queue1, signed char* steps, i64* ctl, int max_level, int max_size,
           int max_degree) {
-    __shared__ i64 scratch[100];
-    __shared__ u64 queued;
+    __shared__ u64 counters[3][ST_COUNT];
     i64 level = ctl[CTL_LEVEL], unvisited = ctl[CTL_UNVISITED];
     int which = (int)ctl[CTL_QUEUE];
     const i64* st = stats_slot(ctl, level);
     i64 size = st[ST_SIZE], q = st[ST_QUEUED], arcs_in = st[ST_ARCS], top_in = st[ST_MAXDEG];
+    if (threadIdx.x < 3 * ST_COUNT) counters[threadIdx.x / ST_COUNT][threadIdx.x % ST_COUNT] = 0;
     __syncthreads();
     while (size > 0 && level < max_level && q <= max_size && top_in <= max_degree) {
         int* cur = which ? queue1 : queue0;
         int* nxt = which ? queue0 : queue1;
-        if (threadIdx.x == 0) queued = 0;
-        __syncthreads();
-        i64 found = 0, arcs = 0, top = 0;
+        u64* c = counters[level % 3];
+        if (threadIdx.x < ST_COUNT) counters[(level + 1) % 3][threadIdx.x] = 0;
         for (int i = threadIdx.x; i < q; i += blockDim.x) {
             int u = cur[i];
             for (i64 a = out_ptr[u], end = out_ptr[u + 1]; a < end; ++a) {
                 int v = out_idx[a];
-                if (claim(visited, v)) {
-                    dist[v] = (int)level + 1;
-                    pred[v] = u;
-                    i64 degree = out_ptr[v + 1] - out_ptr[v];
-                    ++found;
-                    arcs += degree;
-                    top = max(top, degree);
-                    if (degree > 0) nxt[atomicAdd(&queued, 1ull)] = v;  // shared atomic: cheap
-                }
+                unsigned bit = 1u << (v & 31);
+                if ((visited[v >> 5] & bit) || (atomicOr(&visited[v >> 5], bit) & bit)) continue;
+                dist[v] = (int)level + 1;
+                pred[v] = u;
+                u64 degree = (u64)(out_ptr[v + 1] - out_ptr[v]);
+                atomicAdd(&c[ST_SIZE], 1ull);
+                atomicAdd(&c[ST_ARCS], degree);
+                atomicMax(&c[ST_MAXDEG], degree);
+                if (degree > 0) nxt[atomicAdd(&c[ST_QUEUED], 1ull)] = v;
             }
         }
-        block_reduce(found, arcs, top, scratch);  // also orders the queue writes before reads
+        __syncthreads();
+        size = (i64)c[ST_SIZE];
+        q = (i64)c[ST_QUEUED];
+        arcs_in = (i64)c[ST_ARCS];
+        top_in = (i64)c[ST_MAXDEG];
         if (threadIdx.x == 0) steps[level] = STEP_FUSED;
-        size = found;
-        q = (i64)queued;
-        arcs_in = arcs;
-        top_in = top;
-        unvisited -= arcs;
+        unvisited -= arcs_in;
         which ^= 1;
         ++level;
-        __syncthreads();  // everyone has read `queued` before it is reset
     }
     if (threadIdx.x == 0) {
         ctl[CTL_LEVEL] = level;
@@ -182,8 +184,9 @@ bfs_fused(const i64* out_ptr, const int* out_idx, int* dist, int* pred, unsigned
 // All levels of a search on the whole GPU in ONE cooperative launch, a grid barrier between
 // levels. Per level, from the frontier's statistics: top-down <-> bottom-up by the ALPHA / BETA
 // rule (converting the frontier between queue and bitmap when the direction changes); top-down
-// vertex-parallel when the frontier's degrees are even (max <= skew x mean, or <= 32), else
-// edge-parallel over the prefix sum of its degrees (three barriers: scan, offsets, expansion).
+// vertex-parallel while no frontier vertex has more than vertex_degree arcs (a thread walks a
+// whole list), else edge-parallel over the prefix sum of the frontier's degrees (three
+// barriers: scan, offsets, expansion), which one hub cannot serialize.
 // Returns when the frontier is empty, the depth limit is reached, or `narrow_levels` top-down
 // frontiers in a row held <= narrow_size vertices of degree <= narrow_degree (bfs_fused then
 // runs them on one block without barriers).
@@ -191,7 +194,7 @@ __global__ void __launch_bounds__(BFS_THREADS)
 bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int* in_idx, int n,
            int* dist, int* pred, unsigned* visited, unsigned* bitmap0, unsigned* bitmap1,
            int* queue0, int* queue1, i64* offsets, i64* block_sums, signed char* steps, i64* ctl,
-           int max_level, int alpha, int beta, int skew, int narrow_size, int narrow_degree,
+           int max_level, int alpha, int beta, int vertex_degree, int narrow_size, int narrow_degree,
            int narrow_levels) {
     __shared__ i64 scratch[100];
     const i64 words = ((i64)n + 31) >> 5;
@@ -261,7 +264,7 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
                 status = STATUS_NARROW;
                 break;
             }
-            bool even = top <= 32 || top * q <= (i64)skew * frontier_arcs;
+            bool even = top <= vertex_degree;
             if (blockIdx.x == 0 && threadIdx.x == 0) steps[level] = even ? STEP_VERTEX : STEP_EDGE;
             if (even) {
                 // one thread per frontier vertex
@@ -357,19 +360,24 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
             }
             qsel ^= 1;
         } else {
-            // bottom-up: a warp per bitmap word; each unvisited vertex scans its in-neighbours
-            // and stops at the first one in the frontier bitmap (2 MB at Kron-24: it stays in
-            // L2). The warp's ballots are the next frontier's word and its new visited bits.
+            // bottom-up: a warp per bitmap word; each unvisited vertex looks for an in-neighbour
+            // in the frontier bitmap (2 MB at Kron-24: it stays in L2) and stops at the first.
+            // A lane probes its own first BU_PROBES in-neighbours; the rest of any longer list
+            // is scanned by the whole warp, 32 neighbours per step, so one long list does not
+            // hold 31 idle lanes. The warp's ballots are the next frontier's word and its new
+            // visited bits: no atomics on the bitmaps.
             if (blockIdx.x == 0 && threadIdx.x == 0) steps[level] = STEP_BOTTOM_UP;
             for (i64 w = tid >> 5; w < words; w += threads >> 5) {
                 int v = (int)(w * 32 + lane);
                 unsigned seen = __ldcg(visited + w);
+                bool todo = v < n && !((seen >> lane) & 1u);
                 bool hit = false;
                 int parent = -1;
-                i64 degree = 0;
-                if (v < n && !((seen >> lane) & 1u)) {
-                    i64 s = in_ptr[v], e = in_ptr[v + 1];
-                    for (i64 a = s; a < e; ++a) {
+                i64 a = 0, e = 0;
+                if (todo) {
+                    a = in_ptr[v];
+                    e = in_ptr[v + 1];
+                    for (int k = 0; k < BU_PROBES && a < e; ++k, ++a) {
                         int u = in_idx[a];
                         if ((__ldcg(bcur + (u >> 5)) >> (u & 31)) & 1u) {
                             hit = true;
@@ -377,9 +385,29 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
                             break;
                         }
                     }
-                    if (hit) degree = undirected ? e - s : out_ptr[v + 1] - out_ptr[v];
                 }
+                unsigned pending = __ballot_sync(FULL_MASK, todo && !hit && a < e);
+                while (pending) {
+                    int leader = __ffs(pending) - 1;
+                    pending &= pending - 1;
+                    i64 from = __shfl_sync(FULL_MASK, a, leader), to = __shfl_sync(FULL_MASK, e, leader);
+                    for (i64 b = from; b < to; b += 32) {
+                        int u = b + lane < to ? in_idx[b + lane] : 0;
+                        bool in = b + lane < to && ((__ldcg(bcur + (u >> 5)) >> (u & 31)) & 1u);
+                        unsigned ins = __ballot_sync(FULL_MASK, in);
+                        if (ins) {
+                            int first = __shfl_sync(FULL_MASK, u, __ffs(ins) - 1);
+                            if (lane == leader) {
+                                hit = true;
+                                parent = first;
+                            }
+                            break;
+                        }
+                    }
+                }
+                i64 degree = 0;
                 if (hit) {
+                    degree = undirected ? in_ptr[v + 1] - in_ptr[v] : out_ptr[v + 1] - out_ptr[v];
                     dist[v] = (int)level + 1;
                     pred[v] = parent;
                     ++found;

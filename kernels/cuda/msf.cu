@@ -1,27 +1,25 @@
 // Boruvka minimum spanning forest on the GPU (driver: kernels/gpu_msf.py; tie rule: kernels/msf.py).
 //
 //   src, dst, w : int, int, W [m]   the edge list (W = float or double, the input's dtype)
-//   parent      : int [n]   every vertex's component representative (fully compressed between
-//                           rounds); a representative is its own parent
+//   parent      : int [n]   the hook forest of components: a representative is its own parent;
+//                           fully compressed between bands, path-halved by the rounds
 //   key(e)      : u64       weight_key(w[e]): the weight's bits mapped so that unsigned order is
 //                           numeric order (exact for float64; -0.0 taken as +0.0)
 //   (key, e)    : the total order of the tie rule: lighter weight first, then lower input row
 //   bounds      : pairs (key, e) held as two u64 arrays; a band is the live edges with
-//                 lo <= (key, e) <= hi, lo inclusive, hi inclusive
-//   worklist    : wu, wv (int: the ends' representatives), we (E = int or i64: the edge), in
-//                 ascending edge order, so a position orders like the edge index it holds
+//                 lo <= (key, e) <= hi, both inclusive
+//   worklist    : wu, wv (int: the ends' representatives), we (E = int or i64: the edge), wk
+//                 (u64: its key), in no particular order (appended with warp-aggregated atomics)
 //   best_key    : u64 [n]   lightest key leaving each component this round (U64_MAX: none)
-//   best_pos    : u64 [n]   smallest worklist position with that key: with the worklist in edge
-//                           order, the (key, e)-minimum edge, found without sorting
+//   best_edge   : u64 [n]   lowest edge index among that component's edges of exactly that key:
+//                           with best_key, the (key, e)-minimum edge, found without sorting
 //   forest      : i64 [n]   accepted edges, appended; info[2] counts them
-//   info        : u64 [4]   [1] worklist length after a compaction, [2] forest edges so far
+//   info        : u64 [4]   [1] worklist length after a round, [2] forest edges so far,
+//                           [3] band length while a band is filled
 //
 // A live edge joins two different components; every pass over the edge list skips the rest
 // (self-loops included), so the worklist shrinks each round as components merge (ECL-MST).
 
-#define MSF_TILE_THREADS 256
-#define MSF_TILE_ITEMS 16
-#define MSF_TILE (MSF_TILE_THREADS * MSF_TILE_ITEMS)
 #define MSF_BINS 256
 
 __device__ __forceinline__ u64 weight_key(double w) {
@@ -106,96 +104,116 @@ __global__ void msf_histogram(const int* src, const int* dst, const W* w, i64 m,
         if (counts[b]) atomicAdd(&hist[b], (u64)counts[b]);
 }
 
-// Live edges of the band lo <= (key, e) <= hi, counted per tile of MSF_TILE edges.
-template <typename W>
-__global__ void msf_band_count(const int* src, const int* dst, const W* w, i64 m, const int* parent,
-                               const u64* lo_key, const u64* lo_edge, const u64* hi_key,
-                               const u64* hi_edge, i64* tile_counts) {
-    __shared__ i64 scratch[100];
-    u64 lk = *lo_key, le = *lo_edge, hk = *hi_key, he = *hi_edge;
-    i64 tiles = (m + MSF_TILE - 1) / MSF_TILE;
-    for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
-        i64 count = 0, unused0 = 0, unused1 = 0;
-        for (int r = 0; r < MSF_TILE_ITEMS; ++r) {
-            i64 e = t * MSF_TILE + r * MSF_TILE_THREADS + threadIdx.x;
-            u64 key;
-            int ru, rv;
-            if (e < m && live_edge(src, dst, w, parent, e, lk, le, key, ru, rv) &&
-                pair_at_most(key, (u64)e, hk, he))
-                ++count;
-        }
-        block_reduce(count, unused0, unused1, scratch);
-        if (threadIdx.x == 0) tile_counts[t] = count;
-    }
-}
+// Rounding a grid-stride loop's end up to a multiple of 32 keeps whole warps iterating together,
+// as warp_append needs.
+__device__ __forceinline__ i64 warp_round(i64 count) { return (count + 31) & ~31ll; }
 
-// The band's edges into the worklist, in edge order: tile t starts at tile_ends[t] - its count.
+// The band's live edges (lo <= (key, e) <= hi) into the worklist; info[3] counts them.
 template <typename W, typename E>
 __global__ void msf_band_fill(const int* src, const int* dst, const W* w, i64 m, const int* parent,
                               const u64* lo_key, const u64* lo_edge, const u64* hi_key,
-                              const u64* hi_edge, const i64* tile_ends, const i64* tile_counts,
-                              int* wu, int* wv, E* we) {
-    __shared__ i64 scratch[100];
+                              const u64* hi_edge, int* wu, int* wv, E* we, u64* wk, u64* info) {
     u64 lk = *lo_key, le = *lo_edge, hk = *hi_key, he = *hi_edge;
-    i64 tiles = (m + MSF_TILE - 1) / MSF_TILE;
-    for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
-        i64 at = tile_ends[t] - tile_counts[t];
-        for (int r = 0; r < MSF_TILE_ITEMS; ++r) {
-            i64 e = t * MSF_TILE + r * MSF_TILE_THREADS + threadIdx.x;
-            u64 key;
-            int ru = 0, rv = 0;
-            bool keep = e < m && live_edge(src, dst, w, parent, e, lk, le, key, ru, rv) &&
-                        pair_at_most(key, (u64)e, hk, he);
-            i64 total;
-            i64 pos = at + block_exclusive_scan(keep ? 1 : 0, &total, scratch);
-            if (keep) {
-                wu[pos] = ru;
-                wv[pos] = rv;
-                we[pos] = (E)e;
-            }
-            at += total;
+    for (i64 e = thread_index(); e < warp_round(m); e += thread_count()) {
+        u64 key = 0;
+        int ru = 0, rv = 0;
+        bool keep = e < m && live_edge(src, dst, w, parent, e, lk, le, key, ru, rv) &&
+                    pair_at_most(key, (u64)e, hk, he);
+        u64 at = warp_append(info + 3, keep);
+        if (keep) {
+            wu[at] = ru;
+            wv[at] = rv;
+            we[at] = (E)e;
+            wk[at] = key;
         }
     }
 }
 
 // Round, step 1: each component's lightest key. The plain read skips most atomics (ECL-MST).
-template <typename W, typename E>
-__global__ void msf_min_key(const int* wu, const int* wv, const E* we, i64 k, const W* w,
-                            u64* best_key) {
+// Thread 0 also clears the round's worklist counter.
+extern "C" __global__ void msf_min_key(const int* wu, const int* wv, const u64* wk, i64 k, u64* best_key,
+                            u64* info) {
+    if (thread_index() == 0) info[1] = 0;
     for (i64 p = thread_index(); p < k; p += thread_count()) {
-        u64 key = weight_key(w[we[p]]);
+        u64 key = wk[p];
         int u = wu[p], v = wv[p];
         if (key < best_key[u]) atomicMin(&best_key[u], key);
         if (key < best_key[v]) atomicMin(&best_key[v], key);
     }
 }
 
-// Round, step 2: among the edges of exactly that key, the first in the worklist (= lowest row).
-template <typename W, typename E>
-__global__ void msf_min_position(const int* wu, const int* wv, const E* we, i64 k, const W* w,
-                                 const u64* best_key, u64* best_pos) {
+// Round, step 2: among each component's edges of exactly that key, the lowest edge index (the
+// lower input row wins ties, as on the host).
+template <typename E>
+__global__ void msf_min_edge(const int* wu, const int* wv, const E* we, const u64* wk, i64 k,
+                             const u64* best_key, u64* best_edge) {
     for (i64 p = thread_index(); p < k; p += thread_count()) {
-        u64 key = weight_key(w[we[p]]);
+        u64 key = wk[p], e = (u64)we[p];
         int u = wu[p], v = wv[p];
-        if (key == best_key[u] && (u64)p < best_pos[u]) atomicMin(&best_pos[u], (u64)p);
-        if (key == best_key[v] && (u64)p < best_pos[v]) atomicMin(&best_pos[v], (u64)p);
+        if (key == best_key[u] && e < best_edge[u]) atomicMin(&best_edge[u], e);
+        if (key == best_key[v] && e < best_edge[v]) atomicMin(&best_edge[v], e);
     }
 }
 
-// Round, step 3: every component with an edge hooks to the other end of its lightest edge.
-// Two components that chose each other chose the same edge (the order is total): the smaller
-// stays a root and only the other records the edge, so each accepted edge is recorded once,
-// from the final choices (not from which atomic happened to win).
+// Round, step 3: every component hooks to the other end of its lightest edge; the item of that
+// edge does it, so the ends come from the worklist, never from parent[] being rewritten. When
+// both ends chose the edge (the order is total, so a 2-cycle is one edge), the larger hooks to
+// the smaller. Either way the edge is recorded once.
 template <typename E>
-__global__ void msf_hook(const int* wu, const int* wv, const E* we, int n, const u64* best_pos,
+__global__ void msf_hook(const int* wu, const int* wv, const E* we, i64 k, const u64* best_edge,
                          int* parent, i64* forest, u64* info) {
-    for (i64 c = thread_index(); c < n; c += thread_count()) {
-        u64 p = best_pos[c];
-        if (p == U64_MAX) continue;
-        int other = wu[p] == (int)c ? wv[p] : wu[p];
-        if (best_pos[other] == p && c < other) continue;
-        parent[c] = other;
-        forest[coalesced_append(info + 2)] = (i64)we[p];
+    for (i64 p = thread_index(); p < k; p += thread_count()) {
+        u64 e = (u64)we[p];
+        int u = wu[p], v = wv[p];
+        bool by_u = best_edge[u] == e, by_v = best_edge[v] == e;
+        if (!by_u && !by_v) continue;
+        if (by_u && by_v) {
+            parent[max(u, v)] = min(u, v);
+        } else if (by_u) {
+            parent[u] = v;
+        } else {
+            parent[v] = u;
+        }
+        forest[coalesced_append(info + 2)] = (i64)e;
+    }
+}
+
+// Representative of x by path halving (every write points a vertex at an ancestor, so threads
+// racing on one path leave it valid).
+__device__ __forceinline__ int find_root(int* parent, int x) {
+    while (true) {
+        int p = parent[x];
+        if (p == x) return x;
+        int g = parent[p];
+        if (g == p) return p;
+        parent[x] = g;
+        x = g;
+    }
+}
+
+// Round, step 4: clear this round's choices, relabel each item's ends to their new roots and
+// append the items that still cross components to the other buffer; info[1] counts them.
+template <typename E>
+__global__ void msf_relabel(const int* wu, const int* wv, const E* we, const u64* wk, i64 k,
+                            int* parent, u64* best_key, u64* best_edge, int* ou, int* ov, E* oe,
+                            u64* ok, u64* info) {
+    for (i64 p = thread_index(); p < warp_round(k); p += thread_count()) {
+        int ru = 0, rv = 0;
+        if (p < k) {
+            int u = wu[p], v = wv[p];
+            best_key[u] = best_key[v] = U64_MAX;
+            best_edge[u] = best_edge[v] = U64_MAX;
+            ru = find_root(parent, u);
+            rv = find_root(parent, v);
+        }
+        bool keep = p < k && ru != rv;
+        u64 at = warp_append(info + 1, keep);
+        if (keep) {
+            ou[at] = ru;
+            ov[at] = rv;
+            oe[at] = we[p];
+            ok[at] = wk[p];
+        }
     }
 }
 
@@ -230,70 +248,10 @@ __global__ void msf_bounds(const u64* keys, const u64* edges, i64 count, u64* bo
     }
 }
 
-// Round, step 4: pointer jumping to the roots; clears the choices for the next round.
-__global__ void msf_compress(int n, int* parent, u64* best_key, u64* best_pos) {
-    for (i64 c = thread_index(); c < n; c += thread_count()) {
-        int p = parent[c];
-        while (true) {
-            int up = parent[p];
-            if (up == p) break;
-            p = up;
-        }
-        parent[c] = p;
-        best_key[c] = U64_MAX;
-        best_pos[c] = U64_MAX;
-    }
+// After a band: every vertex straight to its representative, so that the passes over the edge
+// list read each end's component in one step.
+__global__ void msf_compress(int n, int* parent) {
+    for (i64 c = thread_index(); c < n; c += thread_count()) parent[c] = find_root(parent, (int)c);
 }
 
 }  // extern "C"
-
-// Round, step 5: relabel the worklist's ends to their new roots (in place) and count, per tile,
-// the edges that still cross components.
-template <typename E>
-__global__ void msf_relabel_count(int* wu, int* wv, i64 k, const int* parent, i64* tile_counts) {
-    __shared__ i64 scratch[100];
-    i64 tiles = (k + MSF_TILE - 1) / MSF_TILE;
-    for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
-        i64 count = 0, unused0 = 0, unused1 = 0;
-        for (int r = 0; r < MSF_TILE_ITEMS; ++r) {
-            i64 p = t * MSF_TILE + r * MSF_TILE_THREADS + threadIdx.x;
-            if (p < k) {
-                int u = parent[wu[p]], v = parent[wv[p]];
-                wu[p] = u;
-                wv[p] = v;
-                count += u != v;
-            }
-        }
-        block_reduce(count, unused0, unused1, scratch);
-        if (threadIdx.x == 0) tile_counts[t] = count;
-    }
-}
-
-// Round, step 6: the crossing edges into the other buffer, order kept; info[1] = new length.
-template <typename E>
-__global__ void msf_compact(const int* wu, const int* wv, const E* we, i64 k, const i64* tile_ends,
-                            const i64* tile_counts, int* ou, int* ov, E* oe, u64* info) {
-    __shared__ i64 scratch[100];
-    i64 tiles = (k + MSF_TILE - 1) / MSF_TILE;
-    for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
-        i64 at = tile_ends[t] - tile_counts[t];
-        if (t == tiles - 1 && threadIdx.x == 0) info[1] = (u64)tile_ends[t];
-        for (int r = 0; r < MSF_TILE_ITEMS; ++r) {
-            i64 p = t * MSF_TILE + r * MSF_TILE_THREADS + threadIdx.x;
-            int u = 0, v = 0;
-            if (p < k) {
-                u = wu[p];
-                v = wv[p];
-            }
-            bool keep = p < k && u != v;
-            i64 total;
-            i64 pos = at + block_exclusive_scan(keep ? 1 : 0, &total, scratch);
-            if (keep) {
-                ou[pos] = u;
-                ov[pos] = v;
-                oe[pos] = we[p];
-            }
-            at += total;
-        }
-    }
-}
