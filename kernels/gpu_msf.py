@@ -9,7 +9,8 @@ over the edge list); then Boruvka rounds run on it until it is empty:
   2. atomicMin of the edge index among its edges of exactly that key (the lower input row wins
      ties, as on the host, so the forest is the CPU's),
   3. each chosen edge's item hooks the choosing component(s) and appends the edge once,
-  4. the items are relabelled to their new roots and those still crossing components appended
+  4. pointer jumping to the roots (and the choices cleared), over the vertices,
+  5. the items are relabelled to their new roots and those still crossing components appended
      to the other buffer (a shrinking worklist; no sort, no host-side mask).
 The host reads one small array per round (the new worklist length, the forest's size) and
 raises NoProgressError when a round with crossing edges accepts none.
@@ -83,9 +84,11 @@ def msf_gpu(edges: EdgeList, on_round) -> MSFResult:
             gpu.launch("msf_min_key", k, (wu, wv, wk, size, best_key, info))
             gpu.launch(gpu.template("msf_min_edge", et), k, (wu, wv, we, wk, size, best_key, best_edge))
             gpu.launch(gpu.template("msf_hook", et), k, (wu, wv, we, size, best_edge, parent, forest, info))
-            gpu.launch(gpu.template("msf_relabel", et), k, (wu, wv, we, wk, size, parent, best_key, best_edge)
-                       + other + (info,))
+            gpu.launch("msf_compress", n, (np.int32(n), parent, best_key, best_edge))
+            gpu.launch(gpu.template("msf_relabel", et), k, (wu, wv, we, wk, size, parent) + other + (info,))
             state = info.get()
+            if k == band and int(state[3]) != band:  # the fill and the histogram disagree
+                raise RuntimeError(f"MSF band {bands}: {int(state[3])} edges filled, {band} counted")
             rounds += 1
             if int(state[2]) == accepted:
                 raise NoProgressError(f"Boruvka round {rounds}: {k} edges cross components but none was chosen")
@@ -93,7 +96,6 @@ def msf_gpu(edges: EdgeList, on_round) -> MSFResult:
             items, other = other, items
             on_round(rounds, k + above)
         del items, other
-        gpu.launch("msf_compress", n, (np.int32(n), parent))
         if last == BINS - 1:
             break
         lo_key[...] = hi_key[0]

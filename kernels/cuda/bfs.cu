@@ -120,8 +120,9 @@ __global__ void bfs_init(const int* sources, int count, const i64* out_ptr, i64 
 // frontiers of a few hundred vertices, where a grid-wide barrier per level would dominate). Each
 // thread walks whole adjacency lists, so it runs only while the frontier holds at most max_size
 // queued vertices, none of degree above max_degree; then it hands the state back in ctl.
-// Statistics go to shared counters in three rotating sets (level L fills set L % 3 and clears set
-// (L+1) % 3, which was last read before the previous level's barrier): one barrier per level.
+// Statistics are summed per warp, then go to shared counters in three rotating sets (level L
+// fills set L % 3 and clears set (L+1) % 3, which was last read before the previous level's
+// barrier): one barrier per level.
 // The visited pre-check may read L1: a stale word only has fewer bits, and the atomic decides.
 __global__ void __launch_bounds__(FUSED_THREADS)
 bfs_fused(const i64* out_ptr, const int* out_idx, int* dist, int* pred, unsigned* visited,
@@ -139,6 +140,7 @@ bfs_fused(const i64* out_ptr, const int* out_idx, int* dist, int* pred, unsigned
         int* nxt = which ? queue0 : queue1;
         u64* c = counters[level % 3];
         if (threadIdx.x < ST_COUNT) counters[(level + 1) % 3][threadIdx.x] = 0;
+        i64 found = 0, arcs = 0, top = 0;
         for (int i = threadIdx.x; i < q; i += blockDim.x) {
             int u = cur[i];
             for (i64 a = out_ptr[u], end = out_ptr[u + 1]; a < end; ++a) {
@@ -147,12 +149,22 @@ bfs_fused(const i64* out_ptr, const int* out_idx, int* dist, int* pred, unsigned
                 if ((visited[v >> 5] & bit) || (atomicOr(&visited[v >> 5], bit) & bit)) continue;
                 dist[v] = (int)level + 1;
                 pred[v] = u;
-                u64 degree = (u64)(out_ptr[v + 1] - out_ptr[v]);
-                atomicAdd(&c[ST_SIZE], 1ull);
-                atomicAdd(&c[ST_ARCS], degree);
-                atomicMax(&c[ST_MAXDEG], degree);
-                if (degree > 0) nxt[atomicAdd(&c[ST_QUEUED], 1ull)] = v;
+                i64 degree = out_ptr[v + 1] - out_ptr[v];
+                ++found;
+                arcs += degree;
+                top = max(top, degree);
+                if (degree > 0) nxt[coalesced_append(&c[ST_QUEUED])] = v;
             }
+        }
+        // one shared atomic per warp and statistic: a thousand threads on one shared word
+        // would serialize
+        found = warp_sum(found);
+        arcs = warp_sum(arcs);
+        top = warp_max(top);
+        if (lane_id() == 0 && found) {
+            atomicAdd(&c[ST_SIZE], (u64)found);
+            atomicAdd(&c[ST_ARCS], (u64)arcs);
+            atomicMax(&c[ST_MAXDEG], (u64)top);
         }
         __syncthreads();
         size = (i64)c[ST_SIZE];

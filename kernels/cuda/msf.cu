@@ -1,8 +1,8 @@
 // Boruvka minimum spanning forest on the GPU (driver: kernels/gpu_msf.py; tie rule: kernels/msf.py).
 //
 //   src, dst, w : int, int, W [m]   the edge list (W = float or double, the input's dtype)
-//   parent      : int [n]   the hook forest of components: a representative is its own parent;
-//                           fully compressed between bands, path-halved by the rounds
+//   parent      : int [n]   every vertex's component representative (fully compressed after
+//                           each round); a representative is its own parent
 //   key(e)      : u64       weight_key(w[e]): the weight's bits mapped so that unsigned order is
 //                           numeric order (exact for float64; -0.0 taken as +0.0)
 //   (key, e)    : the total order of the tie rule: lighter weight first, then lower input row
@@ -42,18 +42,21 @@ __device__ __forceinline__ bool pair_at_most(u64 k, u64 e, u64 bk, u64 be) {
     return k < bk || (k == bk && e <= be);
 }
 
-// Whether edge e is live (its ends in different components) and at least lo; its ends' roots.
+// Whether edge e is live (its ends in different components) with lo <= (key, e) <= hi; its
+// ends' roots and its key. The weight is read first: most edges fall outside the band and then
+// cost no random reads of parent[].
 template <typename W>
 __device__ __forceinline__ bool live_edge(const int* src, const int* dst, const W* w,
                                           const int* parent, i64 e, u64 lo_key, u64 lo_edge,
-                                          u64& key, int& ru, int& rv) {
+                                          u64 hi_key, u64 hi_edge, u64& key, int& ru, int& rv) {
     int s = src[e], d = dst[e];
     if (s == d) return false;
+    key = weight_key(w[e]);
+    if (!pair_at_least(key, (u64)e, lo_key, lo_edge) || !pair_at_most(key, (u64)e, hi_key, hi_edge))
+        return false;
     ru = parent[s];
     rv = parent[d];
-    if (ru == rv) return false;
-    key = weight_key(w[e]);
-    return pair_at_least(key, (u64)e, lo_key, lo_edge);
+    return ru != rv;
 }
 
 // Jittered strided sample of the live edges' (key, e) (U64_MAX for an edge that is not live):
@@ -67,7 +70,7 @@ __global__ void msf_sample(const int* src, const int* dst, const W* w, i64 m, co
         i64 e = j * stride + (i64)((h >> 32) % (u64)stride);
         u64 key;
         int ru, rv;
-        bool live = live_edge(src, dst, w, parent, e, *lo_key, *lo_edge, key, ru, rv);
+        bool live = live_edge(src, dst, w, parent, e, *lo_key, *lo_edge, U64_MAX, U64_MAX, key, ru, rv);
         keys[j] = live ? key : U64_MAX;
         edges[j] = (u64)e;
     }
@@ -91,7 +94,7 @@ __global__ void msf_histogram(const int* src, const int* dst, const W* w, i64 m,
     for (i64 e = thread_index(); e < m; e += thread_count()) {
         u64 key;
         int ru, rv;
-        if (!live_edge(src, dst, w, parent, e, lk, le, key, ru, rv)) continue;
+        if (!live_edge(src, dst, w, parent, e, lk, le, U64_MAX, U64_MAX, key, ru, rv)) continue;
         int lo = 0, hi = MSF_BINS - 1;  // first bound >= (key, e)
         while (lo < hi) {
             int mid = (lo + hi) >> 1;
@@ -117,8 +120,7 @@ __global__ void msf_band_fill(const int* src, const int* dst, const W* w, i64 m,
     for (i64 e = thread_index(); e < warp_round(m); e += thread_count()) {
         u64 key = 0;
         int ru = 0, rv = 0;
-        bool keep = e < m && live_edge(src, dst, w, parent, e, lk, le, key, ru, rv) &&
-                    pair_at_most(key, (u64)e, hk, he);
+        bool keep = e < m && live_edge(src, dst, w, parent, e, lk, le, hk, he, key, ru, rv);
         u64 at = warp_append(info + 3, keep);
         if (keep) {
             wu[at] = ru;
@@ -178,33 +180,17 @@ __global__ void msf_hook(const int* wu, const int* wv, const E* we, i64 k, const
     }
 }
 
-// Representative of x by path halving (every write points a vertex at an ancestor, so threads
-// racing on one path leave it valid).
-__device__ __forceinline__ int find_root(int* parent, int x) {
-    while (true) {
-        int p = parent[x];
-        if (p == x) return x;
-        int g = parent[p];
-        if (g == p) return p;
-        parent[x] = g;
-        x = g;
-    }
-}
-
-// Round, step 4: clear this round's choices, relabel each item's ends to their new roots and
-// append the items that still cross components to the other buffer; info[1] counts them.
+// Round, step 5: relabel each item's ends to their new roots (parent[] is fully compressed by
+// step 4) and append the items that still cross components to the other buffer; info[1]
+// counts them.
 template <typename E>
 __global__ void msf_relabel(const int* wu, const int* wv, const E* we, const u64* wk, i64 k,
-                            int* parent, u64* best_key, u64* best_edge, int* ou, int* ov, E* oe,
-                            u64* ok, u64* info) {
+                            const int* parent, int* ou, int* ov, E* oe, u64* ok, u64* info) {
     for (i64 p = thread_index(); p < warp_round(k); p += thread_count()) {
         int ru = 0, rv = 0;
         if (p < k) {
-            int u = wu[p], v = wv[p];
-            best_key[u] = best_key[v] = U64_MAX;
-            best_edge[u] = best_edge[v] = U64_MAX;
-            ru = find_root(parent, u);
-            rv = find_root(parent, v);
+            ru = parent[wu[p]];
+            rv = parent[wv[p]];
         }
         bool keep = p < k && ru != rv;
         u64 at = warp_append(info + 1, keep);
@@ -248,10 +234,21 @@ __global__ void msf_bounds(const u64* keys, const u64* edges, i64 count, u64* bo
     }
 }
 
-// After a band: every vertex straight to its representative, so that the passes over the edge
-// list read each end's component in one step.
-__global__ void msf_compress(int n, int* parent) {
-    for (i64 c = thread_index(); c < n; c += thread_count()) parent[c] = find_root(parent, (int)c);
+// Round, step 4: pointer jumping, every vertex straight to its root (each thread writes only its
+// own entry, and only a root, so the array ends fully compressed), and the choices cleared for
+// the next round.
+__global__ void msf_compress(int n, int* parent, u64* best_key, u64* best_edge) {
+    for (i64 c = thread_index(); c < n; c += thread_count()) {
+        int p = parent[c];
+        while (true) {
+            int up = parent[p];
+            if (up == p) break;
+            p = up;
+        }
+        parent[c] = p;
+        best_key[c] = U64_MAX;
+        best_edge[c] = U64_MAX;
+    }
 }
 
 }  // extern "C"
