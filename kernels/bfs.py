@@ -11,9 +11,10 @@ when the frontier's out-arcs exceed the arcs still incident to unvisited vertice
 ALPHA; go back top-down when the frontier holds fewer than n / BETA vertices. The GPU applies the
 same rule on the device (kernels/gpu_bfs.py).
 
-Tie rule (the result is deterministic): top-down, a vertex discovered by several frontier
-vertices takes the one that comes first in frontier order; bottom-up, it takes its first
-in-neighbour (in CSR order) that is in the frontier.
+Tie rule on the host (the result is deterministic): top-down, a vertex discovered by several
+frontier vertices takes the one that comes first in frontier order; bottom-up, it takes its first
+in-neighbour (in CSR order) that is in the frontier. On the GPU distances are the same and the
+parent is whichever valid one wins the race (Graph500's benign race).
 """
 from __future__ import annotations
 

@@ -21,8 +21,7 @@ import cupy as cp
 import numpy as np
 
 from kernels import gpu
-from kernels.msf import BAND_FACTOR, BAND_MIN
-from kernels.structures import EdgeList, MSFResult, NoProgressError
+from kernels.structures import BAND_FACTOR, BAND_MIN, EdgeList, MSFResult, NoProgressError
 
 BINS = 256  # MSF_BINS in msf.cu
 SAMPLE = 1 << 14

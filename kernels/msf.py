@@ -26,12 +26,10 @@ from __future__ import annotations
 import numpy as np
 
 from kernels.backend import array_module, is_gpu
-from kernels.structures import EdgeList, MSFResult, NoProgressError
+from kernels.structures import BAND_FACTOR, BAND_MIN, EdgeList, MSFResult, NoProgressError
 
 __all__ = ["MSFResult", "NoProgressError", "minimum_spanning_forest"]
 
-BAND_FACTOR = 4
-BAND_MIN = 1 << 16
 SAMPLE = 1 << 14  # weights sampled to place a band's upper threshold
 
 

@@ -31,6 +31,11 @@ def check_vertex_count(count: int) -> None:
 ALPHA = 15
 BETA = 18
 
+# Minimum spanning forest bands (ECL-MST's heavy-edge filter): a band holds about BAND_FACTOR
+# times as many edges as there are live components, and at least BAND_MIN.
+BAND_FACTOR = 4
+BAND_MIN = 1 << 16
+
 
 @dataclass
 class EdgeList:

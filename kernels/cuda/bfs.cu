@@ -201,7 +201,7 @@ bfs_fused(const i64* out_ptr, const int* out_idx, int* dist, int* pred, unsigned
 // barriers: scan, offsets, expansion), which one hub cannot serialize.
 // Returns when the frontier is empty, the depth limit is reached, or `narrow_levels` top-down
 // frontiers in a row held <= narrow_size vertices of degree <= narrow_degree (bfs_fused then
-// runs them on one block without barriers).
+// runs them on one block, with block barriers only).
 __global__ void __launch_bounds__(BFS_THREADS)
 bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int* in_idx, int n,
            int* dist, int* pred, unsigned* visited, unsigned* bitmap0, unsigned* bitmap1,
