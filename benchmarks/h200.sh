@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Everything one H200 session runs, in one call (each machine start costs budget):
-#   benchmarks/h200.sh tests|bench|flow|all  OUTDIR
-# Needs .whl/ (../shared/tools/device-wheels.sh) and .realgraphs/ carried with the checkout.
+#   benchmarks/h200.sh tests|bench|flow|all|kernels|profile  OUTDIR
+# tests, flow and all need .whl/ (../shared/tools/device-wheels.sh); kernels and profile need
+# no wheels (NumPy, CuPy and pytest are on the machine). .realgraphs/ travels with the checkout.
 set -uo pipefail
 what=${1:-all}; out=${2:-${OUT:-/tmp/out}}
 mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD GRAPH_REALGRAPHS=$PWD/.realgraphs PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} GRAPH_REALGRAPHS=${GRAPH_REALGRAPHS:-$PWD/.realgraphs} PYTHONUNBUFFERED=1
+if [[ $what == tests || $what == flow || $what == all ]]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PYTHONPATH
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/gpu.txt"
 if [[ $what == tests || $what == all ]]; then
   timeout 480 python3 -m pytest -q -p no:cacheprovider 2>&1 | tee "$out/pytest.log" | tail -25
 fi
@@ -21,11 +25,19 @@ if [[ $what == flow || $what == all ]]; then
     --json "$out/h200-flow-$(date +%F).json" 2>&1 | grep -v "distributed\." | tee "$out/flow.log" | tail -40
   kill $server
 fi
-if [[ $what == bench || $what == all ]]; then
-  json="$out/h200-$(date +%F).json"
-  b() { timeout 200 python3 -m benchmarks --backend cupy --json "$json" "$@" 2>&1 | tee -a "$out/bench.log"; }
-  b --graph kron:20 --graph kron:22 --graph kron:24 --algo bfs --baseline spmv,seed
-  b --graph grid:4096 --graph parquet:.realgraphs/luxembourg_osm.parquet --algo bfs --baseline spmv
+if [[ $what == bench || $what == all || $what == kernels ]]; then
+  # BFS against the SpMV BFS at each scale in the same process; high-diameter graphs; CSR and
+  # MST at Kron-24 and on the high-diameter graphs
+  json="$out/h200-kernels-$(date +%F).json"
+  b() { timeout 240 python3 -m benchmarks --backend cupy --json "$json" "$@" 2>&1 | tee -a "$out/bench.log"; }
+  b --graph kron:20 --graph kron:22 --graph kron:24 --algo bfs --baseline spmv
+  b --graph grid:4096 --graph parquet:.realgraphs/luxembourg_osm.parquet --algo bfs,mst --baseline spmv
   b --graph kron:24 --algo csr,mst --baseline none
-  b --graph kron:20 --graph kron:22 --algo csr,mst --baseline scipy --repeat 2
+fi
+if [[ $what == profile ]]; then
+  # Nsight Compute on one CSR build, BFS and MSF at Kron-22 (hardware counters on Firecracker)
+  metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active
+  timeout 300 ncu --clock-control none --csv --metrics $metrics -k 'regex:^(bfs_|msf_|csr_)' \
+    python3 -m benchmarks.profile_kernels --graph kron:22 > "$out/ncu.csv" 2> "$out/ncu.log"
+  tail -3 "$out/ncu.log"
 fi

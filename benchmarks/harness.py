@@ -1,9 +1,14 @@
 """Benchmark cases. Kernels, baselines and verifiers are separate callables (as in GAPBS);
 roots come from a fixed seed; timings exclude validation; GPU timers stop after a sync.
 
-BFS TEPS follow Graph500: input edges (self-loops dropped) whose endpoints were reached, over
+BFS TEPS follow Graph500: input edges (self-loops included) whose endpoints were reached, over
 the search time, harmonic mean over the roots. seconds = mean time per root, so speedup is the
-ratio of harmonic-mean TEPS. MST and CSR report input edges (arcs for CSR) per second."""
+ratio of harmonic-mean TEPS. MST and CSR report input edges (arcs for CSR) per second.
+
+On the GPU each record also carries ``gpu_peak_bytes``: the most CuPy's memory pool held while
+the ids were renumbered or while that algorithm ran (before its validation and baselines), with
+the edge list and whatever earlier algorithms left (the CSR) alive. The pool keeps freed blocks
+for reuse, so what it holds is the peak of live arrays plus rounding."""
 from __future__ import annotations
 
 import datetime
@@ -54,9 +59,13 @@ def timed(xp, fn, *args):
 
 
 def median_time(xp, repeat, fn, *args):
-    timed(xp, fn, *args)  # warm-up: kernel compilation and allocator pools
-    runs = [timed(xp, fn, *args) for _ in range(repeat)]
-    return runs[-1][0], statistics.median(t for _, t in runs)
+    out, _ = timed(xp, fn, *args)  # warm-up: kernel compilation and allocator pools
+    times = []
+    for _ in range(repeat):
+        del out  # one result alive at a time, as in a pipeline
+        out, t = timed(xp, fn, *args)
+        times.append(t)
+    return out, statistics.median(times)
 
 
 def pick_roots(src_h, dst_h, n, count, seed=2):
@@ -78,11 +87,13 @@ def scipy_csr(edges_h, symmetric=True):
 
 def bench_csr(ctx, repeat):
     xp, edges = ctx["xp"], ctx["edges"]
+    ctx["memory"].restart(count=False)
     graph, seconds = median_time(xp, repeat, build_graph, edges, False)
+    ctx["memory"].read()
     ctx["graph"] = graph
     rec = {"seconds": seconds, "edges": graph.out.nnz, "edges_per_second": graph.out.nnz / seconds}
     indptr = be.to_host(graph.out.indptr)
-    rec["validated"] = bool(indptr[-1] == 2 * edges.m and (np.diff(indptr) >= 0).all())
+    rec["validated"] = bool(indptr[-1] == 2 * (edges.m - edges.self_loops()) and (np.diff(indptr) >= 0).all())
     baselines = {}
     if "scipy" in ctx["baselines"]:
         host = (be.to_host(edges.src), be.to_host(edges.dst))
@@ -95,7 +106,9 @@ def bench_bfs(ctx, repeat, roots_count):
     graph = ctx.get("graph") or build_graph(edges, False)
     src_h, dst_h = be.to_host(edges.src), be.to_host(edges.dst)
     roots = pick_roots(src_h, dst_h, edges.n, roots_count)
+    ctx["memory"].restart(count=False)
     bfs(graph, [int(roots[0])])  # warm-up
+    ctx["memory"].read()
     times, teps, validated, levels, steps = [], [], True, [], None
     for r in roots:
         result, t = timed(xp, bfs, graph, [int(r)])
@@ -151,7 +164,9 @@ BFS_BASELINES = {"scipy": scipy_bfs_baseline, "spmv": spmv_baseline, "seed": see
 
 def bench_mst(ctx, repeat):
     xp, edges = ctx["xp"], ctx["edges"]
+    ctx["memory"].restart(count=False)
     forest, seconds = median_time(xp, repeat, minimum_spanning_forest, edges)
+    ctx["memory"].read()
     report = verify_forest(edges.src, edges.dst, edges.weight, edges.n, forest.edges)
     rec = {"seconds": seconds, "edges": edges.m, "edges_per_second": edges.m / seconds,
            "rounds": forest.rounds, "bands": forest.bands, "forest_edges": int(forest.edges.shape[0]),
@@ -171,15 +186,40 @@ def machine(xp_name):
     return be.device_name(xp_name) + f" / host {platform.node() or 'unknown'}"
 
 
+class PoolPeak:
+    """Bytes held by CuPy's memory pool at chosen moments (nothing on the host)."""
+
+    def __init__(self, xp):
+        self.pool = None if xp is np else xp.get_default_memory_pool()
+        self.renumber = self.last = 0
+
+    def restart(self, count: bool = True) -> None:
+        """Drop cached free blocks: from here the pool holds only live arrays. `count` says
+        whether what it held until now is the renumbering's peak."""
+        if self.pool is not None:
+            if count:
+                self.renumber = self.pool.total_bytes()
+            self.pool.free_all_blocks()
+
+    def read(self) -> None:
+        if self.pool is not None:
+            self.last = self.pool.total_bytes()
+
+
 def run(args, command):
     xp = be.module(be.resolve(args.backend))
     algos = [a for a in args.algo.split(",") if a]
     records = []
     for spec in args.graph:
         src, dst, weight = load_graph(spec, xp)
+        memory = PoolPeak(xp)
+        memory.restart(count=False)  # the generator's temporaries are not the pipeline's
         s, d, ids = renumber(src, dst)
         edges = edge_list(s, d, xp.asarray(weight, dtype=np.float64), int(ids.shape[0]))
-        ctx = {"xp": xp, "edges": edges, "baselines": [b for b in args.baseline.split(",") if b]}
+        del src, dst, weight, s, d, ids
+        memory.restart()
+        ctx = {"xp": xp, "edges": edges, "baselines": [b for b in args.baseline.split(",") if b],
+               "memory": memory}
         for algo in algos:
             if algo == "csr":
                 rec, baselines = bench_csr(ctx, args.repeat)
@@ -190,6 +230,9 @@ def run(args, command):
             else:
                 raise SystemExit(f"unknown algo {algo!r}")
             base = {"algo": algo, "graph": spec, "backend": args.backend, "vertices": edges.n, **rec}
+            if xp is not np:
+                base.update(gpu_peak_bytes=memory.last, gpu_peak_bytes_per_edge=round(memory.last / max(edges.m, 1), 2),
+                            renumber_peak_bytes_per_edge=round(memory.renumber / max(edges.m, 1), 2))
             if not baselines:
                 baselines = {None: None}
             for name, bsec in baselines.items():

@@ -6,37 +6,29 @@ Encoding:
 - the frontier of level L is an int32 array of distinct vertices (a queue) in top-down steps and
   a bool bitmap in bottom-up steps; each step converts what it needs.
 
-Direction policy (Beamer; the constants are GAPBS's): go bottom-up when the frontier's out-arcs
-exceed the arcs still incident to unvisited vertices divided by ALPHA; go back top-down when the
-frontier holds fewer than n / BETA vertices.
+Direction policy (Beamer; ALPHA and BETA in kernels/structures.py, GAPBS's values): go bottom-up
+when the frontier's out-arcs exceed the arcs still incident to unvisited vertices divided by
+ALPHA; go back top-down when the frontier holds fewer than n / BETA vertices. The GPU applies the
+same rule on the device (kernels/gpu_bfs.py).
 
-Tie rule (the result is deterministic): top-down, a vertex discovered by several frontier
-vertices takes the one that comes first in frontier order; bottom-up, it takes its first
-in-neighbour (in CSR order) that is in the frontier.
+Tie rule on the host (the result is deterministic): top-down, a vertex discovered by several
+frontier vertices takes the one that comes first in frontier order; bottom-up, it takes its first
+in-neighbour (in CSR order) that is in the frontier. On the GPU distances are the same and the
+parent is whichever valid one wins the race (Graph500's benign race).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from kernels.backend import array_module, is_gpu
-from kernels.graph import Graph
+from kernels.backend import is_gpu
+from kernels.structures import ALPHA, BETA, BFSResult, Graph
 
-ALPHA = 15
-BETA = 18
+__all__ = ["ALPHA", "BETA", "BFSResult", "bfs", "check_sources"]
+
 # Bottom-up probes each unvisited vertex's first PROBES in-neighbours one position at a time
 # (cheap early exit for the many vertices that find a parent at once), then scans the rest of
 # the survivors' lists in one segmented pass.
 PROBES = 4
-
-
-@dataclass
-class BFSResult:
-    distance: object
-    predecessor: object
-    levels: int  # number of expansion steps taken
-    steps: list = field(default_factory=list)  # per level: 'top-down' / 'bottom-up' (+ GPU form)
 
 
 def check_sources(sources, n: int):
@@ -57,7 +49,7 @@ def bfs(graph: Graph, sources, depth_limit: int | None = None, on_level=None) ->
     if depth_limit is not None and depth_limit < 0:
         raise ValueError("depth limit must be >= 0")
     if is_gpu(graph.out.indptr):
-        from kernels.gpu import bfs_gpu
+        from kernels.gpu_bfs import bfs_gpu
 
         return bfs_gpu(graph, srcs, depth_limit, on_level or _ignore)
     return _bfs_host(graph, srcs, depth_limit, on_level or _ignore)

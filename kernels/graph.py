@@ -1,108 +1,127 @@
-"""Edge lists, renumbering and CSR construction.
+"""Edge lists, renumbering and CSR construction (encodings: kernels/structures.py).
 
-Array encodings (all on one backend, NumPy or CuPy):
-- vertex ids inside the kernels are dense int32 in [0, n); ``ids[i]`` is vertex i's original id
-  (host array of any integer dtype, or of string codes mapped back by the I/O layer).
-- ``EdgeList``: one entry per input edge that survived self-loop removal. ``src[e]``, ``dst[e]``
-  (int32), ``weight[e]`` (float64 or None) and ``row[e]`` (int64, the edge's row in the input
-  table, kept so results and error messages can name it).
-- ``CSR``: ``indptr`` int64 [n+1] (exclusive prefix sum of degrees), ``indices`` int32 [nnz];
-  the neighbours of v are ``indices[indptr[v]:indptr[v+1]]`` in input order.
-- ``Graph``: ``out`` is the CSR of arcs src->dst (both directions when undirected); ``inc`` is
-  the CSR of arcs reversed (the same object when undirected). Bottom-up BFS reads ``inc``.
+Renumbering maps any integer vertex ids to dense int32 numbers ordered by id. Ids that span a
+narrow range (fewer than 2^31 values, and at most RANGE_FACTOR x edges + RANGE_MIN on the GPU,
+HOST_RANGE_FACTOR x edges + HOST_RANGE_MIN on the host) are marked present in a table over the
+range and numbered by its prefix count: no sort. On the GPU the table is a bitmap with a popcount
+prefix per 32-id word (its rank), so no edge-long temporary exists. Wider ids (hashes, extremes
+of int64) are sorted.
+
+``IdRange`` is the same numbering in passes over chunks, for readers that stream the edge list:
+``add`` marks a chunk's ids and writes their offsets from the range's low end (int32) into the
+final arrays, so the wide id columns never have to exist whole; ``finish`` turns the offsets into
+dense numbers in place (nothing to do when every id of the range occurs) and returns the ids.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from kernels.backend import array_module, is_gpu
+from kernels.structures import CSR, MAX_VERTICES, EdgeList, Graph, check_vertex_count
 
-MAX_VERTICES = 2**31 - 1  # vertex ids are int32 inside the kernels
-# Ids in [0, LOOKUP_SLACK * edges + LOOKUP_MIN) are renumbered through a presence table (O(E))
-# instead of a sort; beyond that the table would cost more memory than sorting.
-LOOKUP_SLACK = 4
-LOOKUP_MIN = 1 << 20
+__all__ = ["CSR", "EdgeList", "Graph", "IdRange", "build_csr", "build_graph", "edge_list", "renumber"]
 
-
-@dataclass
-class EdgeList:
-    src: object
-    dst: object
-    weight: object | None
-    row: object
-    n: int
-
-    @property
-    def m(self) -> int:
-        return int(self.src.shape[0])
+# On the GPU the bitmap, its word counts and its rank cost at most 1/2 byte per id of the range
+# (<= 4 bytes per edge); on the host a bool table and an int64 prefix sum cost 9 bytes per id, so
+# the host's range is tighter.
+RANGE_FACTOR, RANGE_MIN = 8, 1 << 24
+HOST_RANGE_FACTOR, HOST_RANGE_MIN = 4, 1 << 20
 
 
-@dataclass
-class CSR:
-    indptr: object
-    indices: object
-    n: int
+class IdRange:
+    """Dense numbering of the ids in [lo, hi] that occur, built chunk by chunk.
 
-    @property
-    def nnz(self) -> int:
-        return int(self.indices.shape[0])
+    ``add(src, dst, out_src, out_dst)`` marks the chunk's ids as present and writes ``id - lo``
+    (int32) into ``out_src`` / ``out_dst`` (slices of the final edge arrays); ``finish(*arrays)``
+    rewrites those offsets into dense ids in place and returns ``ids`` (original id of every
+    dense vertex, ascending, the input dtype). ``IdRange.fits(lo, hi, edges, xp)`` says whether the
+    range is narrow enough for this (else use ``renumber``, which sorts)."""
 
-    def degree(self):
-        return self.indptr[1:] - self.indptr[:-1]
+    def __init__(self, lo: int, hi: int, xp, dtype=np.int64):
+        if not self.fits(lo, hi, None, xp):
+            raise ValueError(f"id range [{lo}, {hi}] is too wide for a presence bitmap")
+        self.lo, self.hi, self.xp, self.dtype = int(lo), int(hi), xp, np.dtype(dtype)
+        self.size = self.hi - self.lo + 1
+        if xp is np:
+            self.present = np.zeros(self.size, dtype=bool)
+        else:
+            from kernels import gpu
 
+            self.bits = gpu.id_bitmap(self.size)
 
-@dataclass
-class Graph:
-    out: CSR
-    inc: CSR
-    directed: bool
+    @staticmethod
+    def fits(lo: int, hi: int, edges: int | None, xp) -> bool:
+        span = int(hi) - int(lo) + 1
+        factor, least = (HOST_RANGE_FACTOR, HOST_RANGE_MIN) if xp is np else (RANGE_FACTOR, RANGE_MIN)
+        return 0 < span <= MAX_VERTICES + 1 and (edges is None or span <= factor * edges + least)
 
-    @property
-    def n(self) -> int:
-        return self.out.n
+    def add(self, src, dst, out_src, out_dst) -> None:
+        if self.xp is np:
+            for ids, out in ((src, out_src), (dst, out_dst)):
+                offset = ids.astype(np.int64) - self.lo if ids.dtype.kind == "i" else (ids - np.uint64(self.lo)).astype(np.int64)
+                self.present[offset] = True
+                out[...] = offset
+        else:
+            from kernels import gpu
+
+            for ids, out in ((src, out_src), (dst, out_dst)):
+                gpu.id_mark(ids, self.lo, self.bits, out)
+
+    def finish(self, *arrays):
+        if self.xp is np:
+            count = int(np.count_nonzero(self.present))
+            check_vertex_count(count)
+            ids = (np.flatnonzero(self.present) + self.lo).astype(self.dtype)
+            if count < self.size:
+                dense = np.cumsum(self.present, dtype=np.int64) - 1
+                for a in arrays:
+                    a[...] = dense[a]
+            del self.present
+            return ids
+        from kernels import gpu
+
+        ids = gpu.id_finish(self.bits, self.lo, self.size, self.dtype, arrays)
+        check_vertex_count(int(ids.shape[0]))
+        del self.bits
+        return ids
 
 
 def renumber(src, dst):
     """Dense int32 vertex numbers for integer ids, ordered by id.
 
-    Returns ``(src_dense, dst_dense, ids)`` where ``ids`` (same backend) holds the original id of
-    each dense vertex in ascending order. Non-negative ids below a bound go through a presence
-    table and a prefix sum (no sort); others through a sort-based unique.
-    """
+    Returns ``(src_dense, dst_dense, ids)`` where ``ids`` (same backend, the input's dtype)
+    holds the original id of each dense vertex in ascending order."""
     xp = array_module(src)
     m = int(src.shape[0])
     if m == 0:
         return src.astype(np.int32), dst.astype(np.int32), src[:0]
+    if src.dtype.kind not in "iu":
+        raise ValueError(f"vertex ids must be integers, not {src.dtype}")
+    if xp is not np and src.dtype.itemsize < 8 and src.dtype != np.int32:
+        src, dst = src.astype(np.int64), dst.astype(np.int64)
     lo = min(int(src.min()), int(dst.min()))
     hi = max(int(src.max()), int(dst.max()))
-    if src.dtype.kind in "iu" and lo >= 0 and hi < LOOKUP_SLACK * m + LOOKUP_MIN:
-        present = xp.zeros(hi + 1, dtype=np.bool_)
-        present[src] = True
-        present[dst] = True
-        ids = xp.flatnonzero(present)
-        if ids.shape[0] == hi + 1:  # already dense 0..n-1: no renumbering at all
-            return src.astype(np.int32), dst.astype(np.int32), ids
-        if ids.shape[0] > MAX_VERTICES:
-            raise ValueError(f"{ids.shape[0]} distinct vertex ids: more than {MAX_VERTICES} are not supported")
-        dense = xp.cumsum(present, dtype=np.int64) - 1
-        return dense[src].astype(np.int32), dense[dst].astype(np.int32), ids
-    ids, inverse = xp.unique(xp.concatenate([src, dst]), return_inverse=True)
-    if ids.shape[0] > MAX_VERTICES:
-        raise ValueError(f"{ids.shape[0]} distinct vertex ids: more than {MAX_VERTICES} are not supported")
+    if IdRange.fits(lo, hi, m, xp):
+        ids = IdRange(lo, hi, xp, src.dtype)
+        out_src = xp.empty(m, dtype=np.int32)
+        out_dst = xp.empty(m, dtype=np.int32)
+        ids.add(src, dst, out_src, out_dst)
+        return out_src, out_dst, ids.finish(out_src, out_dst)
+    if xp is not np:
+        from kernels import gpu
+
+        return gpu.renumber_sorted(src, dst)
+    ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    check_vertex_count(ids.shape[0])
     inverse = inverse.reshape(-1).astype(np.int32)
     return inverse[:m], inverse[m:], ids
 
 
 def edge_list(src, dst, weight, n: int) -> EdgeList:
-    """Drop self-loops (they never lie on a shortest path or in a spanning forest)."""
-    xp = array_module(src)
-    keep = src != dst
-    row = xp.flatnonzero(keep).astype(np.int64)
-    return EdgeList(
-        src=src[keep], dst=dst[keep], weight=None if weight is None else weight[keep], row=row, n=n
-    )
+    """The edge list of dense ids: every input row in order (self-loops included), int32 ends,
+    the weight in its own dtype."""
+    return EdgeList(src=src.astype(np.int32, copy=False), dst=dst.astype(np.int32, copy=False),
+                    weight=weight, n=n)
 
 
 def _counting_order(keys, n: int):
@@ -131,14 +150,22 @@ def build_csr(rows, cols, n: int) -> CSR:
 
 
 def build_graph(edges: EdgeList, directed: bool = False) -> Graph:
-    """Out- and in-CSR of an edge list. Undirected graphs store every edge in both directions
-    once, so ``out`` is symmetric and serves as ``inc`` too."""
-    xp = array_module(edges.src)
+    """Out- and in-CSR of an edge list, self-loops left out. Undirected graphs store every edge
+    in both directions once, so ``out`` is symmetric and serves as ``inc`` too. On the GPU one
+    scatter pass over the edge list writes both arcs of each edge."""
+    if is_gpu(edges.src):
+        from kernels import gpu
+
+        if directed:
+            return Graph(out=gpu.csr_one_way(edges.src, edges.dst, edges.n),
+                         inc=gpu.csr_one_way(edges.dst, edges.src, edges.n), directed=True)
+        sym = gpu.csr_symmetric(edges.src, edges.dst, edges.n)
+        return Graph(out=sym, inc=sym, directed=False)
+    src, dst = edges.src, edges.dst
+    keep = src != dst
+    if not keep.all():
+        src, dst = src[keep], dst[keep]
     if directed:
-        out = build_csr(edges.src, edges.dst, edges.n)
-        inc = build_csr(edges.dst, edges.src, edges.n)
-        return Graph(out=out, inc=inc, directed=True)
-    rows = xp.concatenate([edges.src, edges.dst])
-    cols = xp.concatenate([edges.dst, edges.src])
-    sym = build_csr(rows, cols, edges.n)
+        return Graph(out=build_csr(src, dst, edges.n), inc=build_csr(dst, src, edges.n), directed=True)
+    sym = build_csr(np.concatenate([src, dst]), np.concatenate([dst, src]), edges.n)
     return Graph(out=sym, inc=sym, directed=False)

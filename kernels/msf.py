@@ -2,7 +2,8 @@
 
 Encoding:
 - input: an undirected ``EdgeList`` with each edge stored once (``src``, ``dst`` int32,
-  ``weight`` float64); the result names edges by their index e into those arrays.
+  ``weight`` any real dtype, self-loops included and never chosen); the result names edges by
+  their index e into those arrays, which is their input row.
 - ``rep`` int32 [n]: a vertex's component representative (a vertex id). ``parent`` int32 [n]:
   the hook forest of representatives; a representative is its own parent.
 - inside a band, edges are sorted by (weight, edge index), so an edge's position in the band is
@@ -11,7 +12,9 @@ Encoding:
   atomicMin on the GPU); rank keys are exact for any float64 weights.
 
 Tie rule: among equal weights the edge with the lower index (earlier input row) is lighter. With
-that total order the minimum spanning forest is unique, so results are deterministic.
+that total order the minimum spanning forest is unique, so results are deterministic and both
+backends return the same forest (-0.0 and 0.0 are one weight on both). The GPU
+(kernels/gpu_msf.py) orders by the same (weight, index) pairs without sorting a band.
 
 Heavy-edge filter (ECL-MST): edges are taken in weight bands, lightest first. Each band is about
 BAND_FACTOR times the number of live components; before a band is cut, edges whose ends already
@@ -20,28 +23,14 @@ before the next is Kruskal's order on bands, hence still the minimum forest.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from kernels.backend import array_module, is_gpu
-from kernels.graph import EdgeList
+from kernels.structures import BAND_FACTOR, BAND_MIN, EdgeList, MSFResult, NoProgressError
 
-BAND_FACTOR = 4
-BAND_MIN = 1 << 16
+__all__ = ["MSFResult", "NoProgressError", "minimum_spanning_forest"]
+
 SAMPLE = 1 << 14  # weights sampled to place a band's upper threshold
-
-
-class NoProgressError(RuntimeError):
-    """A Boruvka round hooked no component although edges still cross components."""
-
-
-@dataclass
-class MSFResult:
-    edges: object  # int64 indices into the EdgeList, ascending
-    components: int  # trees in the forest, isolated vertices included
-    rounds: int  # Boruvka rounds over all bands
-    bands: int
 
 
 def band_threshold(xp, weight, target: int):
@@ -59,9 +48,9 @@ def minimum_spanning_forest(edges: EdgeList, on_round=None) -> MSFResult:
     if edges.weight is None:
         raise ValueError("a minimum spanning forest needs edge weights")
     if is_gpu(edges.src):
-        from kernels.gpu import boruvka_band_gpu
+        from kernels.gpu_msf import msf_gpu
 
-        return _msf_bands(edges, boruvka_band_gpu, on_round or _ignore)
+        return msf_gpu(edges, on_round or _ignore)
     return _msf_bands(edges, _boruvka_band, on_round or _ignore)
 
 

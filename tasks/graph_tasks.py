@@ -23,6 +23,7 @@ from prefect.cache_policies import NO_CACHE
 
 from kernels import backend as be
 from kernels.bfs import BFSResult, bfs
+from kernels.footprint import gpu_bytes
 from kernels.graph import EdgeList, Graph, build_graph, edge_list, renumber
 from kernels.msf import MSFResult, minimum_spanning_forest
 from kernels.verify import kruskal, verify_bfs, verify_forest
@@ -74,14 +75,6 @@ def _timed(xp, fn, *args, **kwargs) -> Timed:
     return Timed(out, time.perf_counter() - start)
 
 
-# Bytes of GPU memory per input edge at the pipeline's peak: the uploaded ids (2 x int64), the
-# edge list (int32 ends, float64 weight, int64 row), the CSR in both directions, a band's sort,
-# and the vertex arrays. Measured on the H200 at Kron-24: 143 bytes per edge (CuPy pool's peak,
-# benchmarks/orchestration.py). Vertices are not known before renumbering; sparser graphs than
-# Kronecker's may need more, which the out-of-memory guard below then reports.
-GPU_BYTES_PER_EDGE = 160
-
-
 @contextmanager
 def device_memory_guard(path: str, edges: int):
     """Turn CuPy's out-of-memory error into one line that says what to do."""
@@ -98,7 +91,7 @@ def device_memory_guard(path: str, edges: int):
 
 def check_device_memory(path: str, edges: int) -> None:
     """Refuse, before any upload, a graph whose working set exceeds the GPU's free memory."""
-    needed = GPU_BYTES_PER_EDGE * edges
+    needed = gpu_bytes(edges)  # vertices unknown before renumbering: kernels/footprint.py
     free = be.device_memory_free()
     if needed > free:
         raise DeviceMemoryError(
@@ -138,7 +131,7 @@ def load_edges(path: str, src_col: str, dst_col: str, weight_col: str | None) ->
 
 @task(cache_policy=NO_CACHE)
 def prepare_edges(loaded: Timed, backend: str | None) -> Timed:
-    """Move the ids to the backend, renumber them densely and drop self-loops (PreparedEdges).
+    """Move the ids to the backend and renumber them densely (PreparedEdges).
     The backend is resolved here, on the worker that computes."""
     table: EdgeTable = loaded.value
     backend = be.resolve(backend)
@@ -155,7 +148,7 @@ def prepare_edges(loaded: Timed, backend: str | None) -> Timed:
             raise InputError(f"{table.path}: {exc}") from None
         edges = edge_list(src, dst, weight, int(ids.shape[0]))
         be.synchronize(xp)
-    prepared = PreparedEdges(edges, be.to_host(ids), backend, be.device_name(backend), table.rows - edges.m)
+    prepared = PreparedEdges(edges, be.to_host(ids), backend, be.device_name(backend), edges.self_loops())
     return Timed(prepared, time.perf_counter() - start)
 
 
@@ -303,7 +296,7 @@ def bfs_table(table: EdgeTable, prepared: PreparedEdges, result: BFSResult) -> p
 
 def forest_table(table: EdgeTable, prepared: PreparedEdges, forest: MSFResult) -> pa.Table:
     """One row per forest edge: the chosen input edge's ids and weight, in input row order."""
-    rows = be.to_host(prepared.edges.row[forest.edges])
+    rows = be.to_host(forest.edges)  # an edge's index is its input row
     if table.names is not None:
         src = table.names.take(pa.array(table.src[rows]))
         dst = table.names.take(pa.array(table.dst[rows]))

@@ -99,7 +99,9 @@ def test_bad_input_on_dask_workers_fails_the_flow_with_the_tasks_own_message(tmp
 
 def test_flows_import_anywhere_and_choose_their_runner_when_they_run(monkeypatch):
     """Importing a flow builds no cluster and imports no dask_cuda (it fails without a GPU);
-    the runner follows the arguments, then the environment."""
+    the runner follows the arguments, then the environment. The imports are checked in a fresh
+    interpreter: in this one an earlier GPU test may have imported dask_cuda already."""
+    import subprocess
     import sys
 
     from prefect.task_runners import ThreadPoolTaskRunner
@@ -107,7 +109,11 @@ def test_flows_import_anywhere_and_choose_their_runner_when_they_run(monkeypatch
 
     from flows.runners import local_cluster
 
-    assert "dask_cuda" not in sys.modules
+    fresh = subprocess.run(
+        [sys.executable, "-c", "import sys, flows.bfs, flows.mst, flows.pipeline; "
+                               "sys.exit('dask_cuda' in sys.modules)"],
+        cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=120)
+    assert fresh.returncode == 0, fresh.stderr or "importing the flows imported dask_cuda"
     monkeypatch.delenv("GRAPH_TASK_RUNNER", raising=False)
     default = task_runner()
     assert isinstance(default, DaskTaskRunner) and default.cluster_class is local_cluster and default.address is None

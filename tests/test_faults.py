@@ -17,6 +17,7 @@ from data.generators import kronecker
 from flows.mst import mst_flow
 from flows.runners import task_runner
 from kernels import backend as be
+from kernels.footprint import gpu_bytes
 from tasks import graph_tasks
 from tasks.errors import DeviceMemoryError
 from tests.conftest import ROOT
@@ -119,7 +120,8 @@ def test_graph_too_large_for_free_gpu_memory_names_the_need_and_the_fallback(mon
     with pytest.raises(DeviceMemoryError) as err:
         graph_tasks.check_device_memory("big.parquet", 268_435_456)
     message = str(err.value)
-    assert message.startswith("big.parquet: 268435456 edges need about 40.00 GiB of GPU memory, 0.00 GiB is free")
+    need = gpu_bytes(268_435_456) / 2**30
+    assert message.startswith(f"big.parquet: 268435456 edges need about {need:.2f} GiB of GPU memory, 0.00 GiB is free")
     assert "--backend numpy" in message
     graph_tasks.check_device_memory("small.parquet", 1000)  # fits: no error
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from kernels import backend as be
 from kernels.bfs import bfs
-from kernels.graph import build_graph, edge_list, renumber
+from kernels.graph import IdRange, build_graph, edge_list, renumber
 from kernels.msf import minimum_spanning_forest
 from kernels.verify import kruskal, verify_bfs, verify_forest
 from tests.conftest import REAL_GRAPHS, SEED_EDGES, as_np, realgraphs_dir
@@ -162,9 +162,20 @@ def test_directed_bfs_follows_arcs_only(backend):
 def test_isolated_source_and_self_loops(backend):
     # vertex 5 only has a self-loop: it is a vertex of the graph but has no edges
     edges, ids = prepared(backend, [0, 1, 5], [1, 2, 5])
-    assert as_np(ids)[0].tolist() == [0, 1, 2, 5] and edges.m == 2
-    r = bfs(build_graph(edges), [3])
+    assert as_np(ids)[0].tolist() == [0, 1, 2, 5]
+    assert edges.m == 3 and edges.self_loops() == 1  # the edge index stays the input row
+    g = build_graph(edges)
+    assert as_np(g.out.indptr)[0].tolist() == [0, 1, 3, 4, 4]  # the loop is not in the CSR
+    r = bfs(g, [3])
     assert as_np(r.distance)[0].tolist() == [-1, -1, -1, 0]
+
+
+def test_self_loops_are_never_in_the_forest_and_rows_name_input_rows(backend):
+    # the lightest edge of all is a self-loop; a loop on a vertex with no other edge
+    edges, _ = prepared(backend, [0, 0, 1, 3, 2], [0, 1, 2, 3, 0], [-5.0, 1.0, 1.0, -9.0, 2.0])
+    f = minimum_spanning_forest(edges)
+    assert as_np(f.edges)[0].tolist() == [1, 2]  # input rows 1 and 2
+    assert f.components == 2  # {0, 1, 2} and the looped vertex 3
 
 
 def test_bad_sources_are_rejected(backend):
@@ -196,6 +207,26 @@ def test_renumber_round_trips_any_integer_ids(backend, ids):
 def test_dense_ids_need_no_renumbering(backend):
     edges, ids = prepared(backend, [0, 1, 2], [1, 2, 3])
     assert as_np(ids)[0].tolist() == [0, 1, 2, 3] and as_np(edges.src)[0].tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("dense", [True, False], ids=["every-id-of-the-range", "ids-with-gaps"])
+def test_renumbering_chunk_by_chunk_equals_renumbering_at_once(backend, xp, dense):
+    """IdRange, fed in chunks the way a streaming reader would, gives renumber's answer."""
+    rng = np.random.default_rng(5)
+    values = np.arange(-1000, 1000) if dense else np.sort(rng.choice(np.arange(-10**6, 10**6), 3000, replace=False))
+    src, dst = rng.choice(values, 5000), rng.choice(values, 5000)
+    src[:len(values) // 2], dst[:len(values) - len(values) // 2] = values[::2], values[1::2]  # every id once
+    whole = renumber(xp.asarray(src), xp.asarray(dst))
+    lo, hi = int(values.min()), int(values.max())
+    ids = IdRange(lo, hi, xp)
+    out_src, out_dst = xp.empty(5000, dtype=np.int32), xp.empty(5000, dtype=np.int32)
+    for start in range(0, 5000, 1700):
+        part = slice(start, start + 1700)
+        ids.add(xp.asarray(src[part]), xp.asarray(dst[part]), out_src[part], out_dst[part])
+    chunked = (out_src, out_dst, ids.finish(out_src, out_dst))
+    for a, b in zip(as_np(*whole), as_np(*chunked)):
+        assert np.array_equal(a, b)
+    assert np.array_equal(as_np(chunked[2])[0], values)
 
 
 # ---- properties over random graphs ----------------------------------------------------------
@@ -272,6 +303,41 @@ def test_same_answers_on_repeated_runs(backend):
             assert np.array_equal(as_np(again.predecessor)[0], as_np(first_bfs.predecessor)[0])
         assert all_zero(verify_bfs(edges.src, edges.dst, edges.n, [0], again.distance, again.predecessor))
         assert np.array_equal(as_np(minimum_spanning_forest(edges).edges)[0], as_np(first_msf.edges)[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_msf_keeps_the_weight_dtype_and_the_tie_rule(backend, xp, dtype):
+    """float32 weights stay float32 (exact order of their own values); -0.0 and 0.0 are one
+    weight, so the lower row wins between them, as in Kruskal's order."""
+    rng = np.random.default_rng(3)
+    n, m = 300, 3000
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    w = rng.choice(np.array([-0.0, 0.0, 1e-30, 0.5, 0.5000001, 2.0]), m).astype(dtype)
+    s, d, ids = renumber(xp.asarray(src), xp.asarray(dst))
+    edges = edge_list(s, d, xp.asarray(w), int(ids.shape[0]))
+    assert edges.weight.dtype == dtype
+    f = minimum_spanning_forest(edges)
+    s_h, d_h, w_h, chosen = as_np(edges.src, edges.dst, edges.weight, f.edges)
+    _, ref = kruskal(s_h, d_h, w_h, edges.n)
+    assert np.array_equal(chosen, ref)
+
+
+def test_bfs_through_narrow_wide_narrow_frontiers(backend):
+    """A long path into a hub of 5000 leaves, each leaf on a second hub, then a long path: one
+    and many vertices per level alternate (on the GPU: the one-block kernel, the grid kernel in
+    both directions and edge-parallel steps, back and forth)."""
+    path = np.arange(200)
+    leaves = np.arange(1000, 6000)
+    src = np.concatenate([path[:-1], np.full(5000, 199), leaves, [7000], 7001 + np.arange(299)])
+    dst = np.concatenate([path[1:], leaves, np.full(5000, 7000), [7001], 7002 + np.arange(299)])
+    edges, _ = prepared(backend, src, dst)
+    s_h, d_h = as_np(edges.src, edges.dst)
+    for directed in (False, True):
+        r = bfs(build_graph(edges, directed=directed), [0])
+        expected = serial_bfs(edges.n, s_h, d_h, [0], directed=directed)
+        assert np.array_equal(as_np(r.distance)[0], expected)
+        assert r.levels == expected.max() + 1 and len(r.steps) == r.levels
+        assert all_zero(verify_bfs(edges.src, edges.dst, edges.n, [0], r.distance, r.predecessor, directed))
 
 
 def test_msf_needs_weights(backend):
