@@ -54,9 +54,10 @@ class EdgeTable:
 # folder (hive partitions `key=value/` included; symlinked folders followed, each folder and
 # file read once however many links reach it), skipping any path with a component that starts
 # with `_` or `.` (`_SUCCESS`, `_temporary/`, `_metadata`, `.crc` files, `.ipynb_checkpoints/`).
-# Never skipped silently what could be data: a dangling link, an unreadable entry, a FIFO or
-# device, a file named as a part that is not Parquet, and a Parquet file named otherwise
-# (a backup copy?) are each refused by name.
+# Nothing that could be data is skipped silently: a dangling link, an unreadable entry, a FIFO
+# or device, a file named as a part that is not Parquet, and a Parquet file named otherwise (a
+# backup copy?) are each refused by name. Other files (README.md, notes) are not Parquet, so
+# not data: they are skipped and listed in the run's log.
 PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
 SKIP_PREFIXES = ("_", ".")
 MAGIC = b"PAR1"
@@ -169,9 +170,9 @@ def dataset_files(path: str | os.PathLike) -> tuple[list[Path], list[Path]]:
             else:
                 skipped.append(entry)
     if not files:
-        seen_files = f" (not Parquet: {', '.join(str(p.relative_to(root)) for p in sorted(skipped)[:3])}" \
-                     f"{', ...' if len(skipped) > 3 else ''})" if skipped else ""
-        raise InputError(f"{root}: directory holds no Parquet files (*.parquet, *.parq, *.pq, part-*){seen_files}")
+        listed = ", ".join(str(p.relative_to(root)) for p in sorted(skipped)[:3]) + (", ..." if len(skipped) > 3 else "")
+        raise InputError(f"{root}: directory holds no Parquet files (*.parquet, *.parq, *.pq, part-*)"
+                         + (f"; not Parquet: {listed}" if skipped else ""))
     order = lambda p: p.relative_to(root).parts  # noqa: E731
     return sorted(files, key=order), sorted(skipped, key=order)
 
@@ -194,33 +195,37 @@ def _first(mask) -> int:
 
 
 def _open(file: Path, columns: list[str], ids: tuple[str, str], weight: str | None) -> pq.ParquetFile:
-    """Open one part and check its schema: each column present once, of a usable type."""
+    """Open one part and check its schema."""
     try:
         # page checksums (CRC32) are verified where the writer stored them (Spark does by default)
         parquet = pq.ParquetFile(file, page_checksum_verification=True)
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{file}: not a readable Parquet file ({exc})") from None
-    schema = parquet.schema_arrow
+    try:
+        _check_schema(file, parquet.schema_arrow, columns, ids, weight)
+    except InputError:
+        parquet.close()
+        raise
+    return parquet
+
+
+def _check_schema(file: Path, schema: pa.Schema, columns: list[str], ids: tuple[str, str], weight: str | None) -> None:
+    """Each column present once, of a usable type."""
     for c in columns:
         count = schema.names.count(c)
         if count == 0:
-            parquet.close()
             raise InputError(f"{file}: column {c!r} not found (columns: {', '.join(schema.names)})")
         if count > 1:
-            parquet.close()
             raise InputError(f"{file}: column {c!r} appears {count} times; name each column once")
     for c in ids:
         kind = _id_kind(schema.field(c).type)
         if kind not in ("integer", "string"):
-            parquet.close()
             raise InputError(f"{file}: column {c!r} has type {kind}; vertex ids must be integers or strings")
     if weight:
         t = schema.field(weight).type
         t = t.value_type if pa.types.is_dictionary(t) else t
         if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
-            parquet.close()
             raise InputError(f"{file}: weight column {weight!r} has type {t}; weights must be numeric")
-    return parquet
 
 
 def _check_row_counts(file: Path, meta: pq.FileMetaData, columns: list[str]) -> int:
@@ -344,7 +349,7 @@ class _Part:
         return len(self.src)
 
 
-def read_part(file: Path, src_col: str, dst_col: str, weight_col: str | None) -> _Part:
+def _read_part(file: Path, src_col: str, dst_col: str, weight_col: str | None) -> _Part:
     """Read and check one Parquet file of the input."""
     columns = list(dict.fromkeys([src_col, dst_col] + ([weight_col] if weight_col else [])))
     with _open(file, columns, (src_col, dst_col), weight_col) as parquet:
@@ -385,7 +390,7 @@ def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None =
     files, skipped = dataset_files(path)
     parts, first_of_kind = [], {}
     for file in files:
-        part = read_part(file, src_col, dst_col, weight_col)
+        part = _read_part(file, src_col, dst_col, weight_col)
         kind = "integer" if isinstance(part.src, np.ndarray) else "string"
         first_of_kind.setdefault(kind, file)
         if len(first_of_kind) > 1:
