@@ -214,7 +214,11 @@ def _check_schema(file: Path, schema: pa.Schema, columns: list[str], ids: tuple[
     for c in columns:
         count = schema.names.count(c)
         if count == 0:
-            raise InputError(f"{file}: column {c!r} not found (columns: {', '.join(schema.names)})")
+            # a hive partition folder `c=value/` names a column that pyarrow.dataset would add;
+            # here the columns must be in the files themselves
+            folder = any(part.startswith(f"{c}=") for part in file.parent.parts)
+            raise InputError(f"{file}: column {c!r} not found (columns: {', '.join(schema.names)})"
+                             + ("; partition folder values are not read as columns" if folder else ""))
         if count > 1:
             raise InputError(f"{file}: column {c!r} appears {count} times; name each column once")
     for c in ids:
@@ -304,7 +308,7 @@ def _ids(file: Path, col: pa.ChunkedArray, name: str) -> np.ndarray | pa.Chunked
 
 
 def _weights(file: Path, col: pa.ChunkedArray, name: str) -> np.ndarray:
-    """One file's weights as float64; every one finite and equal to the stored value."""
+    """One file's weights as float64, every one finite (and integers exactly as stored)."""
     if col.null_count:
         raise InputError(f"{file}: weight column {name!r} is null at row {_first(pc.is_null(col))}")
     if pa.types.is_dictionary(col.type):
@@ -323,11 +327,11 @@ def _integer_weights(file: Path, weight: np.ndarray, name: str) -> np.ndarray:
     # float64 holds an integer exactly when its odd part fits the 53-bit significand; beyond
     # 2**53 some do not, and rounding them would merge distinct weights and change the forest
     if weight.dtype.itemsize == 8:
-        magnitude = weight.astype(np.uint64) if weight.dtype.kind == "u" else \
-            np.where(weight < 0, ~weight.view(np.uint64) + np.uint64(1), weight.view(np.uint64))
+        bits = weight.view(np.uint64)
+        magnitude = np.where(weight < 0, ~bits + np.uint64(1), bits)  # |w|, -2**63 included
         lowest_bit = magnitude & (~magnitude + np.uint64(1))
-        odd = magnitude // np.maximum(lowest_bit, np.uint64(1))
-        inexact = odd >= np.uint64(2**53)
+        odd_part = magnitude // np.maximum(lowest_bit, np.uint64(1))
+        inexact = odd_part >= np.uint64(2**53)
         if inexact.any():
             row = _first(inexact)
             raise InputError(f"{file}: weight column {name!r} holds {int(weight[row])} at row {row}, which float64 "

@@ -137,6 +137,11 @@ def dataset(tmp_path, **files):
     return root
 
 
+def id_only_in_partition_folder_names(tmp_path):
+    root = dataset(tmp_path, **{"src=0/part-0.parquet": table(src=None)})
+    return root, [], "column 'src' not found (columns: dst, weight); partition folder values are not read as columns"
+
+
 def dangling_link_part(tmp_path):
     root = dataset(tmp_path, **{"part-0.parquet": table()})
     os.symlink("moved-away.parquet", root / "part-1.parquet")
@@ -339,7 +344,7 @@ def output_file_taken_by_a_directory(tmp_path):
 MST_CASES = [missing, empty_dir, not_parquet, truncated, corrupt_pages, mixed_schemas, empty_table,
              missing_src, mapped_column_absent, weight_missing, float_ids, bool_ids, string_and_int_ids,
              null_ids, null_weight, nan_weight, inf_weight, neg_inf_weight, string_weight, output_is_a_file,
-             dangling_link_part, dangling_link_input, part_that_is_not_parquet, parq_part_truncated,
+             id_only_in_partition_folder_names, dangling_link_part, dangling_link_input, part_that_is_not_parquet, parq_part_truncated,
              parquet_under_another_name, fifo_input, fifo_in_dataset, delta_lake_table, unfinished_spark_write,
              page_checksum_mismatch, footer_claims_2_pow_31_rows, row_group_claims_fewer_rows, invalid_utf8_id,
              duplicate_column, same_column_for_both_ends, uint64_above_int64_with_negative_ids,

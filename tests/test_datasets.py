@@ -169,3 +169,22 @@ def test_integer_weights_beyond_2_pow_53_that_float64_holds_are_carried_exactly(
                                                    "weight": weight}))
     assert forest(pipeline_cli.main, [path, "--source", "0"], capsys, tmp_path / "o") == {
         (0, 1, float(2**60)), (1, 2, float(2**60 + 2**8)), (0, 3, float(-(2**63)))}
+
+
+@pytest.mark.parametrize("dtype", [pa.int64(), pa.uint64()])
+def test_integer_weights_are_refused_exactly_when_float64_cannot_hold_them(tmp_path, dtype):
+    """Random 64-bit weights, mostly with low bits cleared so that many are exact: the first row
+    Python's own int -> float -> int round trip changes is the row named, or none is refused."""
+    rng = np.random.default_rng(11)
+    info = np.iinfo(dtype.to_pandas_dtype())
+    for trial in range(40):
+        values = rng.integers(info.min, info.max, 6, dtype=dtype.to_pandas_dtype(), endpoint=True)
+        values &= ~dtype.to_pandas_dtype()((1 << int(rng.integers(0, 64))) - 1)  # clear k low bits
+        path = write(tmp_path / f"w{trial}.parquet", pa.table({"src": np.arange(6), "dst": np.arange(1, 7),
+                                                                 "weight": pa.array(values, dtype)}))
+        inexact = [row for row, v in enumerate(values.tolist()) if int(float(v)) != v]
+        if inexact:
+            with pytest.raises(ValueError, match=rf"holds {values[inexact[0]]} at row {inexact[0]}, which float64"):
+                read_edges(str(path))
+        else:
+            assert read_edges(str(path)).weight.tolist() == [float(v) for v in values.tolist()]
