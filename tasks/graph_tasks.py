@@ -276,7 +276,7 @@ def validate_forest(prepared: Timed, forest: Timed) -> Timed:
     e, chosen = prepared.value.edges, forest.value.edges
     start = time.perf_counter()
     report = verify_forest(e.src, e.dst, e.weight, e.n, chosen)
-    extra = {"forest edges": int(chosen.shape[0]), "total weight": _reported_total(be.to_host(e.weight[chosen]))}
+    extra = {"forest edges": int(chosen.shape[0]), "total weight": _reported_total(e.weight[chosen])}
     if e.m <= KRUSKAL_LIMIT:
         weight = be.to_host(e.weight)
         # Kruskal walks the edges by (weight, row). Given each edge's rank in that order instead
@@ -305,12 +305,14 @@ def _exact_total(weights: np.ndarray) -> int:
     return total
 
 
-def _reported_total(weights: np.ndarray) -> float | str:
-    """A sum to show: a float, or where float64 cannot hold it, its decimal text."""
-    largest = float(np.abs(weights).max()) if weights.size else 0.0
+def _reported_total(weights) -> float | str:
+    """A sum to show (weights on either backend): a float, or where float64 cannot hold it,
+    its decimal text."""
+    xp = be.array_module(weights)
+    largest = float(xp.abs(weights).max()) if weights.size else 0.0
     # scaled by a power of two so that no partial sum overflows (exact for weights this large)
     shift = weights.size.bit_length() if largest >= np.finfo(np.float64).max / max(weights.size, 1) else 0
-    total = float(np.sum(weights * 2.0**-shift))
+    total = float((weights * 2.0**-shift).sum())
     try:
         return math.ldexp(total, shift)
     except OverflowError:
