@@ -12,11 +12,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from prefect import flow, unmapped
 
 from flows.common import add_bfs_arguments, add_input_arguments, default_output, finish, run_cli, source_plan
 from flows.runners import task_runner
+from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, prepare_edges, resolve_sources, summarize,
     validate_bfs, write_distances,
@@ -31,6 +33,7 @@ def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list
     -> verify each -> write each bfs_distances.parquet."""
     started = time.perf_counter()
     sets, outputs = source_plan(source, source_sets, output or default_output(input), depth_limit)
+    check_output_paths(input, [Path(o) / "bfs_distances.parquet" for o in outputs])
     loaded = load_edges.submit(input, src_col, dst_col, None)
     prepared = prepare_edges.submit(loaded, backend)
     graph = build_csr.submit(prepared, directed)

@@ -46,7 +46,7 @@ def finish(kind: str, summary: PrefectFuture, started: float, stages: list) -> d
     not a downstream task that never ran)."""
     try:
         result = summary.result()
-    except BaseException:
+    except Exception:  # a signal (KeyboardInterrupt, TerminationSignal) ends the run now, unexamined
         for future in (f for stage in stages for f in (stage if isinstance(stage, list) else [stage])):
             if _failed(future):
                 future.result()  # raises that task's own error (only the error travels)

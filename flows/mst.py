@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from prefect import flow
 
 from flows.common import add_input_arguments, default_output, finish, run_cli
 from flows.runners import task_runner
+from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     load_edges, prepare_edges, spanning_forest, summarize, validate_forest, write_forest,
 )
@@ -24,6 +26,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
              weight_col: str = "weight", backend: str | None = None) -> dict:
     """Load -> renumber -> Boruvka forest -> verify -> write mst_edges.parquet."""
     started = time.perf_counter()
+    check_output_paths(input, [Path(output or default_output(input)) / "mst_edges.parquet"])
     loaded = load_edges.submit(input, src_col, dst_col, weight_col)
     prepared = prepare_edges.submit(loaded, backend)
     forest = spanning_forest.submit(prepared)

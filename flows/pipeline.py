@@ -10,11 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from prefect import flow, unmapped
 
 from flows.common import add_bfs_arguments, add_input_arguments, default_output, finish, run_cli, source_plan
 from flows.runners import task_runner
+from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, prepare_edges, resolve_sources, spanning_forest,
     summarize, validate_bfs, validate_forest, write_distances, write_forest,
@@ -31,6 +33,7 @@ def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list
     started = time.perf_counter()
     output = output or default_output(input)
     sets, outputs = source_plan(source, source_sets, output, depth_limit)
+    check_output_paths(input, [*(Path(o) / "bfs_distances.parquet" for o in outputs), Path(output) / "mst_edges.parquet"])
     loaded = load_edges.submit(input, src_col, dst_col, weight_col)
     prepared = prepare_edges.submit(loaded, backend)
     graph = build_csr.submit(prepared, directed)

@@ -1,18 +1,24 @@
 """Reading Parquet edge lists and writing results, with pyarrow.
 
 ``EdgeTable`` encoding (host arrays):
-- ``src``, ``dst``: integer ndarrays (any integer dtype, promoted to one common dtype) or, for
-  string ids, int32 codes into ``names`` (a pyarrow string array built over src and dst).
+- ``src``, ``dst``: integer ndarrays of one dtype (the narrowest that holds every file's ids) or,
+  for string ids, int32 codes into ``names`` (a pyarrow large_string array over src and dst).
 - ``weight``: float64 ndarray or None; ``rows``: number of input rows; ``path``: input name.
+- ``skipped``: files of a dataset directory that were looked at and are not data (not Parquet).
+Rows are the dataset's files in discovery order, each file's rows in order. Every check runs on
+one file at a time, and an error names that file and the row within it (counted from 0).
+
 Outputs are written to a temporary file beside the target and renamed over it, so a reader
 sees the old file or the new one, never a partial one.
 """
 from __future__ import annotations
 
 import os
+import re
 import socket
+import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -37,123 +43,383 @@ class EdgeTable:
     weight: np.ndarray | None
     names: pa.Array | None  # string ids: vertex code -> name
     path: str
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def rows(self) -> int:
         return int(self.src.shape[0])
 
 
-def _parquet_files(path: Path) -> list[Path]:
-    if not path.exists():
-        raise InputError(f"{path}: input not found")
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in (".parquet", ".pq") and not p.name.startswith((".", "_")))
-        if not files:
-            raise InputError(f"{path}: directory holds no Parquet files (*.parquet)")
-        return files
-    return [path]
+# Dataset discovery. A directory is one dataset, walked as pyarrow.dataset walks it: every
+# folder (hive partitions `key=value/` included; symlinked folders followed, each folder and
+# file read once however many links reach it), skipping any path with a component that starts
+# with `_` or `.` (`_SUCCESS`, `_temporary/`, `_metadata`, `.crc` files, `.ipynb_checkpoints/`).
+# Nothing that could be data is skipped silently: a dangling link, an unreadable entry, a FIFO
+# or device, a file named as a part that is not Parquet, and a Parquet file named otherwise (a
+# backup copy?) are each refused by name. Other files (README.md, notes) are not Parquet, so
+# not data: they are skipped and listed in the run's log.
+PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
+SKIP_PREFIXES = ("_", ".")
+MAGIC = b"PAR1"
+ENCRYPTED_MAGIC = b"PARE"
 
 
-def _read_file(file: Path, columns: list[str]) -> pa.Table:
+def _stat(path: Path) -> os.stat_result:
+    """stat() through links, without opening: a FIFO or a device is found before any read blocks."""
     try:
-        schema = pq.read_schema(file)
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{file}: not a readable Parquet file ({exc})") from None
-    missing = [c for c in columns if c not in schema.names]
-    if missing:
-        raise InputError(
-            f"{file}: column {missing[0]!r} not found (columns: {', '.join(schema.names)})"
-        )
+        return os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise InputError(f"{path}: dangling symbolic link (to {os.readlink(path)})") from None
+        raise InputError(f"{path}: input not found") from None
+    except OSError as exc:  # a link loop, a folder on the way that may not be entered
+        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+
+
+def _require_regular_file(path: Path, st: os.stat_result) -> None:
+    # opening a FIFO blocks until a writer comes, and a blocked read cannot be interrupted;
+    # Parquet needs random access anyway (its footer is at the end)
+    if not stat.S_ISREG(st.st_mode):
+        kinds = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFSOCK: "a socket",
+                 stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
+        what = kinds.get(stat.S_IFMT(st.st_mode), "not a regular file")
+        raise InputError(f"{path}: is {what}; Parquet is read from regular files only (save the stream to a file first)")
+
+
+def _parquet_problem(path: Path, size: int) -> str | None:
+    """None when the file starts and ends with Parquet's magic bytes, else what is wrong."""
     try:
-        return pq.read_table(file, columns=columns)
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{file}: corrupt or truncated Parquet data ({exc})") from None
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+            fh.seek(max(0, size - 4))
+            tail = fh.read(4)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+    if head != MAGIC:
+        return "it does not start with Parquet's magic bytes PAR1" if size else "it is empty (0 bytes)"
+    if tail == ENCRYPTED_MAGIC:
+        return "it is an encrypted Parquet file, which is not supported"
+    if size < 12 or tail != MAGIC:
+        return "it starts as Parquet but does not end with PAR1: truncated"
+    return None
 
 
-def _column_kind(t: pa.DataType) -> str:
+def _looks_like_part(name: str) -> bool:
+    return name.lower().endswith(PARQUET_SUFFIXES) or name.startswith("part-")
+
+
+def _refuse_table_formats(root: Path) -> None:
+    """Folders whose Parquet files are not all current data: reading every part would mix in
+    deleted rows (table formats) or miss some (an unfinished Hadoop commit)."""
+    if (root / "_delta_log").is_dir():
+        raise InputError(f"{root}: is a Delta Lake table (_delta_log/); its folder also holds files of "
+                         "older versions: export the current version to Parquet first")
+    metadata = root / "metadata"
+    if metadata.is_dir() and any(metadata.glob("*.metadata.json")):
+        raise InputError(f"{root}: is an Apache Iceberg table (metadata/*.metadata.json); its folders also "
+                         "hold files of older snapshots: export the current snapshot to Parquet first")
+    if (root / "_temporary").is_dir() and not (root / "_SUCCESS").exists():
+        raise InputError(f"{root / '_temporary'}: a Spark/Hadoop write that did not finish (no _SUCCESS beside "
+                         "it), so parts may be missing: rerun the job, or remove _temporary if the data is complete")
+
+
+def dataset_files(path: str | os.PathLike) -> tuple[list[Path], list[Path]]:
+    """The Parquet files of an input (a file, or a directory holding one dataset) and the files
+    looked at and skipped because they are not Parquet. Raises InputError naming the path."""
+    root = Path(path)
+    st = _stat(root)
+    if not stat.S_ISDIR(st.st_mode):
+        _require_regular_file(root, st)
+        problem = _parquet_problem(root, st.st_size)
+        if problem:
+            raise InputError(f"{root}: not a readable Parquet file ({problem})")
+        return [root], []
+    _refuse_table_formats(root)
+    files, skipped = [], []
+    seen: set[tuple[int, int]] = set()  # (device, inode): a folder or file reached twice is read once
+    folders = [(root, st)]
+    while folders:
+        folder, st = folders.pop()
+        if (st.st_dev, st.st_ino) in seen:
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        try:
+            names = os.listdir(folder)
+        except OSError as exc:
+            raise InputError(f"{folder}: cannot list folder ({exc.strerror})") from None
+        for name in names:
+            if name.startswith(SKIP_PREFIXES):
+                continue
+            entry = folder / name
+            st = _stat(entry)
+            if stat.S_ISDIR(st.st_mode):
+                folders.append((entry, st))
+                continue
+            _require_regular_file(entry, st)
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            problem = _parquet_problem(entry, st.st_size)
+            if _looks_like_part(name):
+                if problem:
+                    raise InputError(f"{entry}: a part of the dataset that is not readable Parquet ({problem})")
+                files.append(entry)
+            elif problem is None:
+                raise InputError(f"{entry}: a Parquet file whose name is not *.parquet, *.parq, *.pq or part-*; "
+                                 "rename it to read it as data, or start its name with _ to skip it")
+            else:
+                skipped.append(entry)
+    if not files:
+        listed = ", ".join(str(p.relative_to(root)) for p in sorted(skipped)[:3]) + (", ..." if len(skipped) > 3 else "")
+        raise InputError(f"{root}: directory holds no Parquet files (*.parquet, *.parq, *.pq, part-*)"
+                         + (f"; not Parquet: {listed}" if skipped else ""))
+    order = lambda p: p.relative_to(root).parts  # noqa: E731
+    return sorted(files, key=order), sorted(skipped, key=order)
+
+
+def _id_kind(t: pa.DataType) -> str:
     if pa.types.is_dictionary(t):
         t = t.value_type
     if pa.types.is_integer(t):
         return "integer"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return "string"
     return str(t)
 
 
-def _first_null(col: pa.ChunkedArray) -> int:
-    return int(pc.index(pc.is_null(col), True).as_py())
+def _first(mask) -> int:
+    """Row of the first true value of a boolean (chunked) array or ndarray."""
+    if isinstance(mask, np.ndarray):
+        return int(np.flatnonzero(mask)[0])
+    return int(pc.index(mask, True).as_py())
+
+
+def _open(file: Path, columns: list[str], ids: tuple[str, str], weight: str | None) -> pq.ParquetFile:
+    """Open one part and check its schema."""
+    try:
+        # page checksums (CRC32) are verified where the writer stored them (Spark does by default)
+        parquet = pq.ParquetFile(file, page_checksum_verification=True)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{file}: not a readable Parquet file ({exc})") from None
+    try:
+        _check_schema(file, parquet.schema_arrow, columns, ids, weight)
+    except InputError:
+        parquet.close()
+        raise
+    return parquet
+
+
+def _check_schema(file: Path, schema: pa.Schema, columns: list[str], ids: tuple[str, str], weight: str | None) -> None:
+    """Each column present once, of a usable type."""
+    for c in columns:
+        count = schema.names.count(c)
+        if count == 0:
+            # a hive partition folder `c=value/` names a column that pyarrow.dataset would add;
+            # here the columns must be in the files themselves
+            folder = any(part.startswith(f"{c}=") for part in file.parent.parts)
+            raise InputError(f"{file}: column {c!r} not found (columns: {', '.join(schema.names)})"
+                             + ("; partition folder values are not read as columns" if folder else ""))
+        if count > 1:
+            raise InputError(f"{file}: column {c!r} appears {count} times; name each column once")
+    for c in ids:
+        kind = _id_kind(schema.field(c).type)
+        if kind not in ("integer", "string"):
+            raise InputError(f"{file}: column {c!r} has type {kind}; vertex ids must be integers or strings")
+    if weight:
+        t = schema.field(weight).type
+        t = t.value_type if pa.types.is_dictionary(t) else t
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+            raise InputError(f"{file}: weight column {weight!r} has type {t}; weights must be numeric")
+
+
+def _check_row_counts(file: Path, meta: pq.FileMetaData, columns: list[str]) -> int:
+    """The footer's row count must agree with its row groups, and each row group's with its
+    column chunks: a reader trusts these counts and silently drops the rows a forged or damaged
+    footer leaves out."""
+    groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
+    total = sum(g.num_rows for g in groups)
+    if total != meta.num_rows:
+        raise InputError(f"{file}: corrupt footer: it claims {meta.num_rows} rows but its row groups hold {total}")
+    leaf = {meta.schema.column(j).path: j for j in range(meta.num_columns)}
+    for i, group in enumerate(groups):
+        for c in columns:
+            # a flat column has one value (or null) per row; more values than rows means the
+            # row group's count is wrong (fewer is what some writers record when there are nulls)
+            if c in leaf and group.column(leaf[c]).num_values > group.num_rows:
+                raise InputError(f"{file}: corrupt footer: row group {i} claims {group.num_rows} rows but "
+                                 f"column {c!r} holds {group.column(leaf[c]).num_values} values")
+    return total
+
+
+def _read(file: Path, parquet: pq.ParquetFile, columns: list[str]) -> pa.Table:
+    rows = _check_row_counts(file, parquet.metadata, columns)
+    try:
+        table = parquet.read(columns=columns, use_threads=True)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(_locate_damage(file, parquet, columns, exc)) from None
+    if table.num_rows != rows:
+        raise InputError(f"{file}: corrupt Parquet data: its footer claims {rows} rows but {table.num_rows} were read")
+    return table
+
+
+def _locate_damage(file: Path, parquet: pq.ParquetFile, columns: list[str], exc: Exception) -> str:
+    """Name the column and row group that failed to read (a bad page checksum, say)."""
+    for i in range(parquet.num_row_groups):
+        for c in columns:
+            try:
+                parquet.read_row_group(i, columns=[c])
+            except (pa.ArrowException, OSError) as err:
+                return f"{file}: corrupt Parquet data in column {c!r}, row group {i} ({err})"
+    return f"{file}: corrupt Parquet data ({exc})"
+
+
+def _first_invalid_string(col: pa.Array) -> int:
+    """Row of the first string that is not valid UTF-8 (the array is known to hold one)."""
+    lo, hi = 0, len(col)  # invariant: the first bad row is in [lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            col.slice(lo, mid - lo).validate(full=True)
+            lo = mid
+        except pa.ArrowInvalid:
+            hi = mid
+    return lo
+
+
+def _ids(file: Path, col: pa.ChunkedArray, name: str) -> np.ndarray | pa.ChunkedArray:
+    """One file's id column: an integer ndarray, or large_string chunks for string ids."""
+    if col.null_count:
+        raise InputError(f"{file}: column {name!r} is null at row {_first(pc.is_null(col))}")
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    if _id_kind(col.type) == "integer":
+        return col.to_numpy()
+    # Parquet readers do not check that a string column holds UTF-8; such bytes would be copied
+    # into the results, which Arrow itself then refuses to read
+    offset = 0
+    for chunk in col.chunks:
+        try:
+            chunk.validate(full=True)
+        except pa.ArrowInvalid:
+            row = offset + _first_invalid_string(chunk)
+            raise InputError(f"{file}: column {name!r} holds a string that is not valid UTF-8 at row {row}") from None
+        offset += len(chunk)
+    return col.cast(pa.large_string())
+
+
+def _weights(file: Path, col: pa.ChunkedArray, name: str) -> np.ndarray:
+    """One file's weights as float64, every one finite (and integers exactly as stored)."""
+    if col.null_count:
+        raise InputError(f"{file}: weight column {name!r} is null at row {_first(pc.is_null(col))}")
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    if pa.types.is_integer(col.type):
+        return _integer_weights(file, col.to_numpy(), name)
+    weight = col.cast(pa.float64()).to_numpy()  # float16/32 exactly; decimals to the nearest float64
+    bad = ~np.isfinite(weight)
+    if bad.any():
+        row = _first(bad)
+        raise InputError(f"{file}: weight column {name!r} is {weight[row]} at row {row}; weights must be finite")
+    return weight
+
+
+def _integer_weights(file: Path, weight: np.ndarray, name: str) -> np.ndarray:
+    # float64 holds an integer exactly when its odd part fits the 53-bit significand; beyond
+    # 2**53 some do not, and rounding them would merge distinct weights and change the forest
+    if weight.dtype.itemsize == 8:
+        bits = weight.view(np.uint64)
+        magnitude = np.where(weight < 0, ~bits + np.uint64(1), bits)  # |w|, -2**63 included
+        lowest_bit = magnitude & (~magnitude + np.uint64(1))
+        odd_part = magnitude // np.maximum(lowest_bit, np.uint64(1))
+        inexact = odd_part >= np.uint64(2**53)
+        if inexact.any():
+            row = _first(inexact)
+            raise InputError(f"{file}: weight column {name!r} holds {int(weight[row])} at row {row}, which float64 "
+                             "cannot hold exactly (integers beyond 2**53 lose digits); scale the weights down")
+    return weight.astype(np.float64)
+
+
+@dataclass
+class _Part:
+    """One file's checked columns."""
+
+    file: Path
+    src: np.ndarray | pa.ChunkedArray
+    dst: np.ndarray | pa.ChunkedArray
+    weight: np.ndarray | None
+
+    @property
+    def rows(self) -> int:
+        return len(self.src)
+
+
+def _read_part(file: Path, src_col: str, dst_col: str, weight_col: str | None) -> _Part:
+    """Read and check one Parquet file of the input."""
+    columns = list(dict.fromkeys([src_col, dst_col] + ([weight_col] if weight_col else [])))
+    with _open(file, columns, (src_col, dst_col), weight_col) as parquet:
+        table = _read(file, parquet, columns)
+    src, dst = (_ids(file, table[c], c) for c in (src_col, dst_col))
+    if isinstance(src, np.ndarray) != isinstance(dst, np.ndarray):
+        kinds = {c: _id_kind(table[c].type) for c in (src_col, dst_col)}
+        raise InputError(f"{file}: column {src_col!r} is {kinds[src_col]} but {dst_col!r} is {kinds[dst_col]}; "
+                         "ids must share one type")
+    weight = _weights(file, table[weight_col], weight_col) if weight_col else None
+    return _Part(file, src, dst, weight)
+
+
+def _common_integer_type(parts: list[_Part], columns: tuple[str, str]) -> np.dtype:
+    """One integer dtype for every file's ids (src and dst share it): the promotion of their
+    types, where uint64 with a signed type means int64 when no id exceeds 2**63-1, uint64 when
+    none is negative, and an error naming both files otherwise."""
+    arrays = [(p.file, c, a) for p in parts for c, a in zip(columns, (p.src, p.dst))]
+    dtypes = {a.dtype for _, _, a in arrays}
+    if not (np.dtype(np.uint64) in dtypes and any(d.kind == "i" for d in dtypes)):
+        return np.result_type(*dtypes)
+    big = next(((f, c, a) for f, c, a in arrays if a.dtype == np.uint64 and a.size and a.max() > np.iinfo(np.int64).max), None)
+    if big is None:
+        return np.dtype(np.int64)
+    negative = next(((f, c, a) for f, c, a in arrays if a.dtype.kind == "i" and a.size and a.min() < 0), None)
+    if negative is None:
+        return np.dtype(np.uint64)
+    (f1, c1, a1), (f2, c2, a2) = big, negative
+    r1, r2 = _first(a1 > np.iinfo(np.int64).max), _first(a2 < 0)
+    raise InputError(f"{f1}: column {c1!r} holds {a1[r1]} at row {r1} (above 2**63-1), but {f2}: column {c2!r} "
+                     f"holds {a2[r2]} at row {r2} (negative); no integer type holds both")
 
 
 def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None = "weight") -> EdgeTable:
     """Read and check an edge list: a Parquet file or a directory of them (one dataset)."""
-    files = _parquet_files(Path(path))
-    columns = [src_col, dst_col] + ([weight_col] if weight_col else [])
-    tables, kinds = [], None
+    if src_col == dst_col:
+        raise InputError(f"{path}: the source and destination columns are both {src_col!r}")
+    files, skipped = dataset_files(path)
+    parts, first_of_kind = [], {}
     for file in files:
-        table = _read_file(file, columns)
-        these = {c: _column_kind(table.schema.field(c).type) for c in columns}
-        if kinds is None:
-            kinds = these
-        for c in columns:
-            if these[c] != kinds[c]:
-                raise InputError(
-                    f"{file}: column {c!r} is {these[c]} but {files[0]} has {kinds[c]} (mixed schemas)"
-                )
-        tables.append(table)
-    for c in (src_col, dst_col):
-        if kinds[c] not in ("integer", "string"):
-            raise InputError(f"{path}: column {c!r} has type {kinds[c]}; vertex ids must be integers or strings")
-    if kinds[src_col] != kinds[dst_col]:
-        raise InputError(
-            f"{path}: column {src_col!r} is {kinds[src_col]} but {dst_col!r} is {kinds[dst_col]}; ids must share one type"
-        )
-    table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
-    if table.num_rows == 0:
+        part = _read_part(file, src_col, dst_col, weight_col)
+        kind = "integer" if isinstance(part.src, np.ndarray) else "string"
+        first_of_kind.setdefault(kind, file)
+        if len(first_of_kind) > 1:
+            other = next(k for k in first_of_kind if k != kind)
+            raise InputError(f"{file}: column {src_col!r} holds {kind} ids but {first_of_kind[other]} holds {other} "
+                             "ids (mixed schemas)")
+        parts.append(part)
+    rows = sum(p.rows for p in parts)
+    if rows == 0:
         raise InputError(f"{path}: the edge list is empty (0 rows)")
-    for c in (src_col, dst_col):
-        if table[c].null_count:
-            raise InputError(f"{path}: column {c!r} is null at row {_first_null(table[c])}")
-    weight = None
-    if weight_col:
-        weight = _weights(path, table[weight_col], weight_col)
-    if kinds[src_col] == "string":
+    weight = _concatenate([p.weight for p in parts]) if weight_col else None
+    skipped = [str(p) for p in skipped]
+    if "string" in first_of_kind:
         both = pa.chunked_array(
-            [chunk.cast(pa.large_string()) for col in (table[src_col], table[dst_col]) for chunk in col.chunks]
+            [chunk for end in ("src", "dst") for p in parts for chunk in getattr(p, end).chunks], type=pa.large_string()
         ).combine_chunks().dictionary_encode()
         codes = both.indices.to_numpy(zero_copy_only=False).astype(np.int32)
-        n = table.num_rows
-        return EdgeTable(codes[:n], codes[n:], weight, both.dictionary, str(path))
-    src, dst = (_integer_ids(table[c]) for c in (src_col, dst_col))
-    if src.dtype != dst.dtype:
-        common = np.promote_types(src.dtype, dst.dtype)
-        if common.kind == "f":  # int64 with uint64: only safe when no uint64 id exceeds int64
-            if max(int(a.max()) for a in (src, dst) if a.dtype.kind == "u") > np.iinfo(np.int64).max:
-                raise InputError(f"{path}: {src_col!r} and {dst_col!r} mix signed ids and unsigned ids above 2**63-1")
-            common = np.dtype(np.int64)
-        src, dst = src.astype(common), dst.astype(common)
-    return EdgeTable(src, dst, weight, None, str(path))
+        return EdgeTable(codes[:rows], codes[rows:], weight, both.dictionary, str(path), skipped)
+    common = _common_integer_type(parts, (src_col, dst_col))
+    src, dst = (_concatenate([getattr(p, end).astype(common, copy=False) for p in parts]) for end in ("src", "dst"))
+    return EdgeTable(src, dst, weight, None, str(path), skipped)
 
 
-def _integer_ids(col: pa.ChunkedArray) -> np.ndarray:
-    if pa.types.is_dictionary(col.type):
-        col = col.cast(col.type.value_type)
-    return col.to_numpy()
-
-
-def _weights(path, col: pa.ChunkedArray, name: str) -> np.ndarray:
-    t = col.type
-    if pa.types.is_dictionary(t):
-        col, t = col.cast(t.value_type), t.value_type
-    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
-        raise InputError(f"{path}: weight column {name!r} has type {t}; weights must be numeric")
-    if col.null_count:
-        raise InputError(f"{path}: weight column {name!r} is null at row {_first_null(col)}")
-    weight = col.cast(pa.float64()).to_numpy()
-    bad = ~np.isfinite(weight)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{path}: weight column {name!r} is {weight[row]} at row {row}; weights must be finite")
-    return weight
+def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
 def vertex_names(table: EdgeTable, ids: np.ndarray) -> pa.Array:
@@ -161,6 +427,32 @@ def vertex_names(table: EdgeTable, ids: np.ndarray) -> pa.Array:
     if table.names is not None:
         return table.names.take(pa.array(ids))
     return pa.array(ids)
+
+
+def check_output_paths(input: str, targets: list[str | os.PathLike]) -> None:
+    """Refuse, before anything is read, result files that could not be written or that a later
+    run would read back as input: an output folder inside the input dataset (unless under a
+    folder the dataset walk skips, such as `_results/`), a result path taken by a folder, an
+    output folder path taken by a file."""
+    dataset = os.path.realpath(input) if os.path.isdir(input) else None
+    for target in map(Path, targets):
+        out = target.parent
+        if dataset is not None:
+            inside = os.path.realpath(out)
+            if os.path.commonpath([inside, dataset]) == dataset:
+                below = Path(os.path.relpath(inside, dataset)).parts
+                if not any(part.startswith(SKIP_PREFIXES) for part in below if part != "."):
+                    raise OutputError(f"{out}: output folder is inside the input dataset {input}, so a later run "
+                                      "would read the results as input; write them elsewhere")
+        if os.path.lexists(target) and not target.is_file():
+            raise OutputError(f"{target}: output path exists and is not a regular file")
+        # whether a folder may be written is left to the write: with a remote Dask cluster the
+        # workers write, and a path missing here may exist there
+        existing = out
+        while not os.path.lexists(existing) and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise OutputError(f"{existing}: output path exists and is not a directory")
 
 
 def prepare_output_dir(output: str | os.PathLike) -> Path:
@@ -225,7 +517,10 @@ def write_many(tables: dict[str, pa.Table], output: str | os.PathLike) -> list[P
     """Write several result files; each lands whole or not at all."""
     out = prepare_output_dir(output)
     remove_stale_temporaries(out)
-    try:
-        return [write_atomic(t, out / name) for name, t in tables.items()]
-    except OSError as exc:
-        raise OutputError(f"{out}: cannot write results ({exc.strerror or exc})") from None
+    written = []
+    for name, table in tables.items():
+        try:
+            written.append(write_atomic(table, out / name))
+        except OSError as exc:
+            raise OutputError(f"{out / name}: cannot write results ({exc.strerror or exc})") from None
+    return written

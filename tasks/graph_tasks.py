@@ -10,6 +10,7 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -126,6 +127,8 @@ def load_edges(path: str, src_col: str, dst_col: str, weight_col: str | None) ->
     start = time.perf_counter()
     table = read_edges(path, src_col, dst_col, weight_col)
     get_run_logger().info("read %d edges from %s", table.rows, path)
+    if table.skipped:
+        get_run_logger().warning("skipped %d files that are not Parquet: %s", len(table.skipped), ", ".join(table.skipped))
     return Timed(table, time.perf_counter() - start)
 
 
@@ -266,17 +269,47 @@ def validate_forest(prepared: Timed, forest: Timed) -> Timed:
     e, chosen = prepared.value.edges, forest.value.edges
     start = time.perf_counter()
     report = verify_forest(e.src, e.dst, e.weight, e.n, chosen)
-    extra = {"forest edges": int(chosen.shape[0]), "total weight": float(e.weight[chosen].sum())}
+    extra = {"forest edges": int(chosen.shape[0]), "total weight": _reported_total(e.weight[chosen])}
     if e.m <= KRUSKAL_LIMIT:
-        ref_total, ref_edges = kruskal(be.to_host(e.src), be.to_host(e.dst), be.to_host(e.weight), e.n)
-        ours = math.fsum(be.to_host(e.weight[chosen]).tolist())
-        report["total weight equals Kruskal's"] = 0 if ours == ref_total else 1
+        weight = be.to_host(e.weight)
+        # Kruskal walks the edges by (weight, row). Given each edge's rank in that order instead
+        # of its weight it accepts the same edges, and the total it sums is then one of ranks,
+        # which weights near 1e308 cannot overflow; both forests' weights are summed exactly here.
+        rank = np.empty(e.m)
+        rank[np.lexsort((np.arange(e.m), weight))] = np.arange(e.m)
+        _, ref_edges = kruskal(be.to_host(e.src), be.to_host(e.dst), rank, e.n)
+        ours = _exact_total(weight[be.to_host(chosen)])
+        report["total weight equals Kruskal's"] = 0 if ours == _exact_total(weight[ref_edges]) else 1
         report["edge count equals Kruskal's"] = abs(len(ref_edges) - int(chosen.shape[0]))
-        extra["Kruskal total weight"] = ref_total
+        extra["Kruskal total weight"] = _reported_total(weight[ref_edges])
     seconds = time.perf_counter() - start
     extra["seconds"] = round(seconds, 4)
     _publish_report("msf", report, extra)
     return Timed(report, seconds)
+
+
+def _exact_total(weights: np.ndarray) -> int:
+    """The exact sum of float64 values, in units of 2**-1074 (the smallest float64): any finite
+    weights, where math.fsum raises once a partial sum passes float64's range."""
+    total = 0
+    for value in weights.tolist():
+        numerator, denominator = value.as_integer_ratio()  # denominator = 2**k, k <= 1074
+        total += numerator << (1075 - denominator.bit_length())
+    return total
+
+
+def _reported_total(weights) -> float | str:
+    """A sum to show (weights on either backend): a float, or where float64 cannot hold it,
+    its decimal text."""
+    xp = be.array_module(weights)
+    largest = float(xp.abs(weights).max()) if weights.size else 0.0
+    # scaled by a power of two so that no partial sum overflows (exact for weights this large)
+    shift = weights.size.bit_length() if largest >= np.finfo(np.float64).max / max(weights.size, 1) else 0
+    total = float((weights * 2.0**-shift).sum())
+    try:
+        return math.ldexp(total, shift)
+    except OverflowError:
+        return f"{Decimal(total) * Decimal(2) ** shift:.6e}"
 
 
 def bfs_table(table: EdgeTable, prepared: PreparedEdges, result: BFSResult) -> pa.Table:

@@ -1,4 +1,10 @@
-"""Every bad input: one stderr line naming the file/column/row/vertex, exit 1, no output left."""
+"""Every bad input: one stderr line naming the file/column/row/vertex/path, exit 1, no output
+left and older outputs untouched."""
+import os
+import struct
+import threading
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -6,6 +12,7 @@ import pytest
 
 from flows import bfs as bfs_cli
 from flows import mst as mst_cli
+from flows import pipeline as pipeline_cli
 from flows.mst import mst_flow
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -51,14 +58,14 @@ def corrupt_pages(tmp_path):
     data = bytearray(p.read_bytes())
     data[100:4000] = bytes(3900)  # zero the first data pages, keep the footer
     p.write_bytes(bytes(data))
-    return p, [], "corrupt or truncated"
+    return p, [], "corrupt Parquet data in column 'src', row group 0"
 
 
 def mixed_schemas(tmp_path):
     (tmp_path / "d").mkdir()
     pq.write_table(table(), tmp_path / "d" / "a.parquet")
-    pq.write_table(table(src=pa.array(["0", "1", "2"])), tmp_path / "d" / "b.parquet")
-    return tmp_path / "d", [], "mixed schemas"
+    pq.write_table(table(src=pa.array(["0", "1", "2"]), dst=pa.array(["1", "2", "0"])), tmp_path / "d" / "b.parquet")
+    return tmp_path / "d", [], f"d/b.parquet: column 'src' holds string ids but {tmp_path / 'd' / 'a.parquet'} holds integer"
 
 
 def empty_table(tmp_path):
@@ -118,13 +125,249 @@ def output_is_a_file(tmp_path):
     return parquet(tmp_path, table()), ["--output", str(tmp_path / "taken")], "exists and is not a directory"
 
 
+def dataset(tmp_path, **files):
+    """A dataset folder: name -> table (written as Parquet) or bytes."""
+    root = tmp_path / "d"
+    for name, content in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            (root / name).write_bytes(content)
+        else:
+            pq.write_table(content, root / name)
+    return root
+
+
+def id_only_in_partition_folder_names(tmp_path):
+    root = dataset(tmp_path, **{"src=0/part-0.parquet": table(src=None)})
+    return root, [], "column 'src' not found (columns: dst, weight); partition folder values are not read as columns"
+
+
+def dangling_link_part(tmp_path):
+    root = dataset(tmp_path, **{"part-0.parquet": table()})
+    os.symlink("moved-away.parquet", root / "part-1.parquet")
+    return root, [], f"{root / 'part-1.parquet'}: dangling symbolic link (to moved-away.parquet)"
+
+
+def dangling_link_input(tmp_path):
+    os.symlink("moved-away.parquet", tmp_path / "g.parquet")
+    return tmp_path / "g.parquet", [], "g.parquet: dangling symbolic link"
+
+
+def part_that_is_not_parquet(tmp_path):
+    root = dataset(tmp_path, **{"part-00000.parquet": table(), "part-00001": b"src,dst\n0,1\n"})
+    return root, [], f"{root / 'part-00001'}: a part of the dataset that is not readable Parquet"
+
+
+def parq_part_truncated(tmp_path):
+    whole = parquet(tmp_path, table(), "whole.parquet").read_bytes()
+    root = dataset(tmp_path, **{"a.parquet": table(), "b.parq": whole[:-10]})
+    return root, [], f"{root / 'b.parq'}: a part of the dataset that is not readable Parquet (it starts as Parquet"
+
+
+def parquet_under_another_name(tmp_path):
+    # an editor's backup copy: Parquet inside, but not named as data, so neither read nor skipped
+    whole = parquet(tmp_path, table(), "whole.parquet").read_bytes()
+    root = dataset(tmp_path, **{"g.parquet": table(), "g.parquet~": whole})
+    return root, [], f"{root / 'g.parquet~'}: a Parquet file whose name is not *.parquet"
+
+
+def fifo_input(tmp_path):
+    os.mkfifo(tmp_path / "g.parquet")
+    return tmp_path / "g.parquet", [], "g.parquet: is a FIFO (named pipe); Parquet is read from regular files only"
+
+
+def fifo_in_dataset(tmp_path):
+    root = dataset(tmp_path, **{"part-0.parquet": table()})
+    os.mkfifo(root / "part-1.parquet")
+    return root, [], f"{root / 'part-1.parquet'}: is a FIFO (named pipe)"
+
+
+def delta_lake_table(tmp_path):
+    root = dataset(tmp_path, **{"part-0.parquet": table(), "_delta_log/00000000000000000000.json": b"{}"})
+    return root, [], "is a Delta Lake table (_delta_log/)"
+
+
+def unfinished_spark_write(tmp_path):
+    root = dataset(tmp_path, **{"part-00000.parquet": table(),
+                                "_temporary/0/task_1/part-00001.parquet": table()})
+    return root, [], "_temporary: a Spark/Hadoop write that did not finish (no _SUCCESS beside it)"
+
+
+def page_checksum_mismatch(tmp_path):
+    # ids stored plain and uncompressed, with page CRCs (as Spark writes them); one bit flipped
+    # in a data page still decodes to a valid id, so only the checksum can tell
+    ids = np.arange(10**12, 10**12 + 1000, dtype=np.int64)
+    p = tmp_path / "g.parquet"
+    pq.write_table(table(src=pa.array(ids), dst=pa.array(ids + 1), weight=pa.array(np.ones(1000))), p,
+                   compression="none", use_dictionary=False, write_page_checksum=True)
+    data = bytearray(p.read_bytes())
+    data[data.find(ids[500].tobytes())] ^= 1
+    p.write_bytes(bytes(data))
+    assert pq.read_table(p)["src"][500].as_py() != ids[500]  # read blindly, the id is wrong
+    return p, [], f"{p}: corrupt Parquet data in column 'src', row group 0 (could not verify page integrity"
+
+
+def _varint(buf, i):
+    value = shift = 0
+    while True:
+        byte = buf[i]
+        value |= (byte & 0x7F) << shift
+        shift, i = shift + 7, i + 1
+        if byte < 0x80:
+            return value, i
+
+
+def _encode_varint(value):
+    out = bytearray()
+    while True:
+        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
+def _fields(buf, i):
+    """(field id, type, value start, value end) of a Thrift compact struct starting at i."""
+    fid = 0
+    while buf[i] != 0:
+        head, i = buf[i], i + 1
+        delta, ftype = head >> 4, head & 0x0F
+        if delta:
+            fid += delta
+        else:
+            raw, i = _varint(buf, i)
+            fid = (raw >> 1) ^ -(raw & 1)
+        end = _skip(buf, i, ftype)
+        yield fid, ftype, i, end
+        i = end
+
+
+def _skip(buf, i, ftype):
+    if ftype in (1, 2):
+        return i
+    if ftype == 3:
+        return i + 1
+    if ftype in (4, 5, 6):
+        return _varint(buf, i)[1]
+    if ftype == 7:
+        return i + 8
+    if ftype == 8:
+        size, i = _varint(buf, i)
+        return i + size
+    if ftype in (9, 10):
+        size, etype, i = buf[i] >> 4, buf[i] & 0x0F, i + 1
+        if size == 15:
+            size, i = _varint(buf, i)
+        for _ in range(size):
+            i = i + 1 if etype in (1, 2) else _skip(buf, i, etype)
+        return i
+    if ftype == 12:
+        ends = [end for *_, end in _fields(buf, i)]
+        return (ends[-1] if ends else i) + 1  # past the struct's STOP byte
+    raise ValueError(f"thrift type {ftype}")
+
+
+def forge_footer(path, file_rows=None, group_rows=None):
+    """Rewrite a Parquet footer's FileMetaData.num_rows and/or the first RowGroup.num_rows."""
+    data = path.read_bytes()
+    length = struct.unpack("<i", data[-8:-4])[0]
+    footer = bytearray(data[-8 - length:-8])
+    edits = []
+    for fid, _, start, end in _fields(footer, 0):
+        if fid == 3 and file_rows is not None:
+            edits.append((start, end, file_rows))
+        if fid == 4 and group_rows is not None:
+            first_group = start + 1 if footer[start] >> 4 != 15 else _varint(footer, start + 1)[1]
+            edits += [(s, e, group_rows) for f, _, s, e in _fields(footer, first_group) if f == 3]
+    for start, end, value in sorted(edits, reverse=True):
+        footer[start:end] = _encode_varint(value * 2)  # zigzag of a non-negative value
+    path.write_bytes(data[:-8 - length] + bytes(footer) + struct.pack("<i", len(footer)) + b"PAR1")
+
+
+def footer_claims_2_pow_31_rows(tmp_path):
+    p = parquet(tmp_path, table())
+    forge_footer(p, file_rows=2**31)
+    assert pq.ParquetFile(p).metadata.num_rows == 2**31
+    return p, [], f"{p}: corrupt footer: it claims 2147483648 rows but its row groups hold 3"
+
+
+def row_group_claims_fewer_rows(tmp_path):
+    # footer and row group both say 2 rows: read blindly, the third edge silently disappears
+    p = parquet(tmp_path, table())
+    forge_footer(p, file_rows=2, group_rows=2)
+    assert pq.read_table(p).num_rows == 2
+    return p, [], f"{p}: corrupt footer: row group 0 claims 2 rows but column 'src' holds 3 values"
+
+
+def invalid_utf8_id(tmp_path):
+    offsets = pa.py_buffer(np.array([0, 1, 3, 4], dtype=np.int32).tobytes())
+    bad = pa.Array.from_buffers(pa.string(), 3, [None, offsets, pa.py_buffer(b"a\xffzc")])
+    return parquet(tmp_path, table(src=bad, dst=pa.array(["b", "c", "a"]))), [], \
+        "column 'src' holds a string that is not valid UTF-8 at row 1"
+
+
+def duplicate_column(tmp_path):
+    t = pa.Table.from_arrays([pa.array([0, 1]), pa.array([5, 6]), pa.array([1, 2]), pa.array([1.0, 1.0])],
+                             names=["src", "src", "dst", "weight"])
+    return parquet(tmp_path, t), [], "column 'src' appears 2 times; name each column once"
+
+
+def same_column_for_both_ends(tmp_path):
+    return parquet(tmp_path, table()), ["--dst-col", "src"], "the source and destination columns are both 'src'"
+
+
+def uint64_above_int64_with_negative_ids(tmp_path):
+    root = dataset(tmp_path, **{
+        "a.parquet": table(src=pa.array([0, 2**64 - 1, 2], pa.uint64()), dst=pa.array([1, 2, 0], pa.uint64())),
+        "b.parquet": table(src=pa.array([0, -5, 2], pa.int64()))})
+    return root, [], (f"{root / 'a.parquet'}: column 'src' holds 18446744073709551615 at row 1 (above 2**63-1), "
+                      f"but {root / 'b.parquet'}: column 'src' holds -5 at row 1 (negative)")
+
+
+def integer_weight_beyond_2_pow_53(tmp_path):
+    root = dataset(tmp_path, **{"a.parquet": table(weight=pa.array([1, 2, 3], pa.int64())),
+                                "b.parquet": table(weight=pa.array([4, 2**53 + 1, 2**60], pa.int64()))})
+    return root, [], f"{root / 'b.parquet'}: weight column 'weight' holds 9007199254740993 at row 1, which float64 cannot hold exactly"
+
+
+def output_inside_the_input_dataset(tmp_path):
+    root = dataset(tmp_path, **{"part-0.parquet": table()})
+    return root, ["--output", str(root / "results")], "results: output folder is inside the input dataset"
+
+
+def output_file_taken_by_a_directory(tmp_path):
+    (tmp_path / "o" / "mst_edges.parquet").mkdir(parents=True)
+    return parquet(tmp_path, table()), ["--output", str(tmp_path / "o")], \
+        f"{tmp_path / 'o' / 'mst_edges.parquet'}: output path exists and is not a regular file"
+
+
 MST_CASES = [missing, empty_dir, not_parquet, truncated, corrupt_pages, mixed_schemas, empty_table,
              missing_src, mapped_column_absent, weight_missing, float_ids, bool_ids, string_and_int_ids,
-             null_ids, null_weight, nan_weight, inf_weight, neg_inf_weight, string_weight, output_is_a_file]
+             null_ids, null_weight, nan_weight, inf_weight, neg_inf_weight, string_weight, output_is_a_file,
+             id_only_in_partition_folder_names, dangling_link_part, dangling_link_input, part_that_is_not_parquet, parq_part_truncated,
+             parquet_under_another_name, fifo_input, fifo_in_dataset, delta_lake_table, unfinished_spark_write,
+             page_checksum_mismatch, footer_claims_2_pow_31_rows, row_group_claims_fewer_rows, invalid_utf8_id,
+             duplicate_column, same_column_for_both_ends, uint64_above_int64_with_negative_ids,
+             integer_weight_beyond_2_pow_53, output_inside_the_input_dataset, output_file_taken_by_a_directory]
 
 
 def listing(path):
     return sorted(p.relative_to(path) for p in path.rglob("*"))
+
+
+def unblock_after(seconds, path):
+    """If a FIFO input were opened, the open would wait for a writer: be that writer after a
+    while, so that a regression fails the test instead of hanging it."""
+    def write():
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # fails at once when no reader waits
+        except OSError:
+            return
+        os.write(fd, b"not parquet")
+        os.close(fd)
+    timer = threading.Timer(seconds, write)
+    timer.start()
+    return timer
 
 
 @pytest.mark.parametrize("case", MST_CASES, ids=[c.__name__ for c in MST_CASES])
@@ -133,13 +376,42 @@ def test_mst_bad_input(tmp_path, capsys, case):
     out = tmp_path / "out"
     if "--output" not in extra:
         extra = extra + ["--output", str(out)]
+        out.mkdir()
+        (out / "mst_edges.parquet").write_bytes(b"an older result")
     before = listing(tmp_path)
+    fifos = [p for p in tmp_path.rglob("*") if p.is_fifo()]
+    timers = [unblock_after(20, p) for p in fifos]
     code = mst_cli.main([str(path), *extra])
     _, err = capsys.readouterr()
+    for timer in timers:
+        timer.cancel()
     assert code == 1
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], err
     assert listing(tmp_path) == before  # nothing written, not even a temporary file
+    if (out / "mst_edges.parquet").is_file():
+        assert (out / "mst_edges.parquet").read_bytes() == b"an older result"
+
+
+def test_pipeline_writes_nothing_when_one_result_path_is_taken(tmp_path, capsys):
+    """The forest's file name is taken by a folder: refused before reading, so the distances
+    (which would be written first) are not written either."""
+    path = parquet(tmp_path, table())
+    (tmp_path / "o" / "mst_edges.parquet").mkdir(parents=True)
+    code = pipeline_cli.main([str(path), "--source", "0", "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "mst_edges.parquet: output path exists and is not a regular file" in err[0]
+    assert listing(tmp_path / "o") == [Path("mst_edges.parquet")]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions")
+def test_unreadable_part_is_named(tmp_path, capsys):
+    root = dataset(tmp_path, **{"part-0.parquet": table(), "part-1.parquet": table()})
+    (root / "part-1.parquet").chmod(0)
+    code = mst_cli.main([str(root), "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and err == [f"error: {root / 'part-1.parquet'}: cannot be read (Permission denied)"]
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.parametrize("argv, expected", [
