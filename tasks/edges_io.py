@@ -1,12 +1,14 @@
 """Reading Parquet edge lists and writing results, with pyarrow.
 
-``EdgeTable`` encoding (host arrays):
-- ``src``, ``dst``: integer ndarrays of one dtype (the narrowest that holds every file's ids) or,
+``EdgeTable`` encoding (arrays of the compute backend, NumPy or CuPy):
+- ``src``, ``dst``: integer arrays of one dtype (the narrowest that holds every file's ids) or,
   for string ids, int32 codes into ``names`` (a pyarrow large_string array over src and dst).
-- ``weight``: float64 ndarray or None; ``rows``: number of input rows; ``path``: input name.
+- ``weight``: float32 when every file's weights are float16 or float32, else float64 (integers
+  and decimals included), or None; ``rows``: number of input rows; ``path``: input name.
 - ``skipped``: files of a dataset directory that were looked at and are not data (not Parquet).
 Rows are the dataset's files in discovery order, each file's rows in order. Every check runs on
-one file at a time, and an error names that file and the row within it (counted from 0).
+one row group of one file at a time, and an error names that file and the row within it
+(counted from 0).
 
 Outputs are written to a temporary file beside the target and renamed over it, so a reader
 sees the old file or the new one, never a partial one.
@@ -18,6 +20,8 @@ import re
 import socket
 import stat
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -251,26 +255,14 @@ def _check_row_counts(file: Path, meta: pq.FileMetaData, columns: list[str]) -> 
     return total
 
 
-def _read(file: Path, parquet: pq.ParquetFile, columns: list[str]) -> pa.Table:
-    rows = _check_row_counts(file, parquet.metadata, columns)
-    try:
-        table = parquet.read(columns=columns, use_threads=True)
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(_locate_damage(file, parquet, columns, exc)) from None
-    if table.num_rows != rows:
-        raise InputError(f"{file}: corrupt Parquet data: its footer claims {rows} rows but {table.num_rows} were read")
-    return table
-
-
-def _locate_damage(file: Path, parquet: pq.ParquetFile, columns: list[str], exc: Exception) -> str:
-    """Name the column and row group that failed to read (a bad page checksum, say)."""
-    for i in range(parquet.num_row_groups):
-        for c in columns:
-            try:
-                parquet.read_row_group(i, columns=[c])
-            except (pa.ArrowException, OSError) as err:
-                return f"{file}: corrupt Parquet data in column {c!r}, row group {i} ({err})"
-    return f"{file}: corrupt Parquet data ({exc})"
+def _locate_damage(unit: _Unit, parquet: pq.ParquetFile, columns: list[str], exc: Exception) -> str:
+    """Name the column of a row group that failed to read (a bad page checksum, say)."""
+    for c in columns:
+        try:
+            parquet.read_row_group(unit.group, columns=[c], use_threads=False)
+        except (pa.ArrowException, OSError) as err:
+            return f"{unit.file}: corrupt Parquet data in column {c!r}, row group {unit.group} ({err})"
+    return f"{unit.file}: corrupt Parquet data in row group {unit.group} ({exc})"
 
 
 def _first_invalid_string(col: pa.Array) -> int:
@@ -286,44 +278,141 @@ def _first_invalid_string(col: pa.Array) -> int:
     return lo
 
 
-def _ids(file: Path, col: pa.ChunkedArray, name: str) -> np.ndarray | pa.ChunkedArray:
-    """One file's id column: an integer ndarray, or large_string chunks for string ids."""
+def _value_type(t: pa.DataType) -> pa.DataType:
+    return t.value_type if pa.types.is_dictionary(t) else t
+
+
+# The reader's unit of work is one row group of one file. A pool of threads decodes units
+# (pyarrow releases the GIL while it decodes), each into its own slice of arrays allocated once
+# for the whole edge list on the compute backend. On a GPU each thread uploads its unit on a
+# stream of its own while the others decode, so the table never exists whole on the host.
+# (pyarrow's read_table decodes the columns of a row group in parallel: three threads for an
+# edge list, however many cores there are.)
+
+
+@dataclass
+class _Unit:
+    """One row group of one file."""
+
+    file: Path
+    metadata: pq.FileMetaData
+    group: int
+    file_row: int  # its first row within the file: errors name rows of files
+    start: int  # its first row within the whole edge list
+    rows: int
+
+
+@dataclass
+class _Plan:
+    """What the footers say about the input, before any data is read."""
+
+    units: list[_Unit]
+    rows: int
+    columns: list[str]
+    strings: bool  # string ids, else integer ids
+    id_type: np.dtype | None  # integer ids: one dtype for every file's src and dst
+    mixed_signs: bool  # uint64 ids beside signed ones: the values decide (see _unify_signs)
+    weight_type: np.dtype | None  # float32 when every file's weights are float16/32, else float64
+
+
+def _plan(path: str, files: list[Path], src_col: str, dst_col: str, weight_col: str | None) -> _Plan:
+    columns = list(dict.fromkeys([src_col, dst_col] + ([weight_col] if weight_col else [])))
+    units, rows, first_of_kind, id_types, weight_types = [], 0, {}, set(), set()
+    for file in files:
+        with _open(file, columns, (src_col, dst_col), weight_col) as parquet:
+            meta, schema = parquet.metadata, parquet.schema_arrow
+        file_rows = _check_row_counts(file, meta, columns)
+        kinds = {c: _id_kind(schema.field(c).type) for c in (src_col, dst_col)}
+        if kinds[src_col] != kinds[dst_col]:
+            raise InputError(f"{file}: column {src_col!r} is {kinds[src_col]} but {dst_col!r} is {kinds[dst_col]}; "
+                             "ids must share one type")
+        kind = kinds[src_col]
+        first_of_kind.setdefault(kind, file)
+        if len(first_of_kind) > 1:
+            other = next(k for k in first_of_kind if k != kind)
+            raise InputError(f"{file}: column {src_col!r} holds {kind} ids but {first_of_kind[other]} holds {other} "
+                             "ids (mixed schemas)")
+        if kind == "integer":
+            id_types.update(np.dtype(_value_type(schema.field(c).type).to_pandas_dtype()) for c in (src_col, dst_col))
+        if weight_col:
+            weight_types.add(_value_type(schema.field(weight_col).type))
+        file_row = 0
+        for group in range(meta.num_row_groups):
+            count = meta.row_group(group).num_rows
+            if count:
+                units.append(_Unit(file, meta, group, file_row, rows, count))
+            file_row += count
+            rows += count
+        assert file_row == file_rows
+    if rows == 0:
+        raise InputError(f"{path}: the edge list is empty (0 rows)")
+    mixed = np.dtype(np.uint64) in id_types and any(t.kind == "i" for t in id_types)
+    id_type = (np.dtype(np.int64) if mixed else np.result_type(*id_types)) if id_types else None
+    weight_type = None
+    if weight_col:
+        narrow = all(pa.types.is_float16(t) or pa.types.is_float32(t) for t in weight_types)
+        weight_type = np.dtype(np.float32 if narrow else np.float64)
+    return _Plan(units, rows, columns, "integer" not in first_of_kind, id_type, mixed, weight_type)
+
+
+def _read_unit(unit: _Unit, columns: list[str], use_threads: bool) -> pa.Table:
+    try:
+        # page checksums (CRC32) are verified where the writer stored them (Spark does by default)
+        parquet = pq.ParquetFile(unit.file, metadata=unit.metadata, memory_map=True, pre_buffer=True,
+                                 page_checksum_verification=True)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{unit.file}: not a readable Parquet file ({exc})") from None
+    with parquet:
+        try:
+            table = parquet.read_row_group(unit.group, columns=columns, use_threads=use_threads)
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(_locate_damage(unit, parquet, columns, exc)) from None
+    if table.num_rows != unit.rows:
+        raise InputError(f"{unit.file}: corrupt Parquet data: row group {unit.group} claims {unit.rows} rows "
+                         f"but {table.num_rows} were read")
+    return table
+
+
+def _unit_ids(unit: _Unit, col: pa.ChunkedArray, name: str) -> np.ndarray | pa.ChunkedArray:
+    """A unit's id column: an integer ndarray, or large_string chunks for string ids."""
     if col.null_count:
-        raise InputError(f"{file}: column {name!r} is null at row {_first(pc.is_null(col))}")
+        raise InputError(f"{unit.file}: column {name!r} is null at row {unit.file_row + _first(pc.is_null(col))}")
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)
     if _id_kind(col.type) == "integer":
         return col.to_numpy()
     # Parquet readers do not check that a string column holds UTF-8; such bytes would be copied
     # into the results, which Arrow itself then refuses to read
-    offset = 0
+    offset = unit.file_row
     for chunk in col.chunks:
         try:
             chunk.validate(full=True)
         except pa.ArrowInvalid:
             row = offset + _first_invalid_string(chunk)
-            raise InputError(f"{file}: column {name!r} holds a string that is not valid UTF-8 at row {row}") from None
+            raise InputError(f"{unit.file}: column {name!r} holds a string that is not valid UTF-8 at row {row}") from None
         offset += len(chunk)
     return col.cast(pa.large_string())
 
 
-def _weights(file: Path, col: pa.ChunkedArray, name: str) -> np.ndarray:
-    """One file's weights as float64, every one finite (and integers exactly as stored)."""
+def _unit_weights(unit: _Unit, col: pa.ChunkedArray, name: str, dtype: np.dtype) -> np.ndarray:
+    """A unit's weights in the edge list's weight dtype, every one finite (integers exactly)."""
     if col.null_count:
-        raise InputError(f"{file}: weight column {name!r} is null at row {_first(pc.is_null(col))}")
+        raise InputError(f"{unit.file}: weight column {name!r} is null at row {unit.file_row + _first(pc.is_null(col))}")
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)
     if pa.types.is_integer(col.type):
-        return _integer_weights(file, col.to_numpy(), name)
-    weight = col.cast(pa.float64()).to_numpy()  # float16/32 exactly; decimals to the nearest float64
+        return _integer_weights(unit, col.to_numpy(), name)
+    # float16 -> float32 and float32 -> float64 are exact; decimals go to the nearest float64
+    weight = col.cast(pa.from_numpy_dtype(dtype)).to_numpy()
     bad = ~np.isfinite(weight)
     if bad.any():
         row = _first(bad)
-        raise InputError(f"{file}: weight column {name!r} is {weight[row]} at row {row}; weights must be finite")
+        raise InputError(f"{unit.file}: weight column {name!r} is {weight[row]} at row {unit.file_row + row}; "
+                         "weights must be finite")
     return weight
 
 
-def _integer_weights(file: Path, weight: np.ndarray, name: str) -> np.ndarray:
+def _integer_weights(unit: _Unit, weight: np.ndarray, name: str) -> np.ndarray:
     # float64 holds an integer exactly when its odd part fits the 53-bit significand; beyond
     # 2**53 some do not, and rounding them would merge distinct weights and change the forest
     if weight.dtype.itemsize == 8:
@@ -334,92 +423,118 @@ def _integer_weights(file: Path, weight: np.ndarray, name: str) -> np.ndarray:
         inexact = odd_part >= np.uint64(2**53)
         if inexact.any():
             row = _first(inexact)
-            raise InputError(f"{file}: weight column {name!r} holds {int(weight[row])} at row {row}, which float64 "
-                             "cannot hold exactly (integers beyond 2**53 lose digits); scale the weights down")
+            raise InputError(f"{unit.file}: weight column {name!r} holds {int(weight[row])} at row "
+                             f"{unit.file_row + row}, which float64 cannot hold exactly (integers beyond 2**53 "
+                             "lose digits); scale the weights down")
     return weight.astype(np.float64)
 
 
 @dataclass
-class _Part:
-    """One file's checked columns."""
+class _Signs:
+    """Where a unit of a uint64-beside-signed input holds ids only one of int64 and uint64 can
+    hold: (file, column, row in file, value) of its first id above 2**63-1, and of its first
+    negative id."""
 
-    file: Path
-    src: np.ndarray | pa.ChunkedArray
-    dst: np.ndarray | pa.ChunkedArray
-    weight: np.ndarray | None
-
-    @property
-    def rows(self) -> int:
-        return len(self.src)
+    big: tuple | None = None
+    negative: tuple | None = None
 
 
-def _read_part(file: Path, src_col: str, dst_col: str, weight_col: str | None) -> _Part:
-    """Read and check one Parquet file of the input."""
-    columns = list(dict.fromkeys([src_col, dst_col] + ([weight_col] if weight_col else [])))
-    with _open(file, columns, (src_col, dst_col), weight_col) as parquet:
-        table = _read(file, parquet, columns)
-    src, dst = (_ids(file, table[c], c) for c in (src_col, dst_col))
-    if isinstance(src, np.ndarray) != isinstance(dst, np.ndarray):
-        kinds = {c: _id_kind(table[c].type) for c in (src_col, dst_col)}
-        raise InputError(f"{file}: column {src_col!r} is {kinds[src_col]} but {dst_col!r} is {kinds[dst_col]}; "
-                         "ids must share one type")
-    weight = _weights(file, table[weight_col], weight_col) if weight_col else None
-    return _Part(file, src, dst, weight)
+def _signs(unit: _Unit, column: str, ids: np.ndarray) -> _Signs:
+    found = _Signs()
+    if ids.dtype == np.uint64 and ids.size and ids.max() > np.iinfo(np.int64).max:
+        row = _first(ids > np.iinfo(np.int64).max)
+        found.big = (unit.file, column, unit.file_row + row, int(ids[row]))
+    elif ids.dtype.kind == "i" and ids.size and ids.min() < 0:
+        row = _first(ids < 0)
+        found.negative = (unit.file, column, unit.file_row + row, int(ids[row]))
+    return found
 
 
-def _common_integer_type(parts: list[_Part], columns: tuple[str, str]) -> np.dtype:
-    """One integer dtype for every file's ids (src and dst share it): the promotion of their
-    types, where uint64 with a signed type means int64 when no id exceeds 2**63-1, uint64 when
-    none is negative, and an error naming both files otherwise."""
-    arrays = [(p.file, c, a) for p in parts for c, a in zip(columns, (p.src, p.dst))]
-    dtypes = {a.dtype for _, _, a in arrays}
-    if not (np.dtype(np.uint64) in dtypes and any(d.kind == "i" for d in dtypes)):
-        return np.result_type(*dtypes)
-    big = next(((f, c, a) for f, c, a in arrays if a.dtype == np.uint64 and a.size and a.max() > np.iinfo(np.int64).max), None)
+def _unify_signs(found: list[_Signs]) -> np.dtype:
+    """uint64 ids beside signed ones: int64 when no id exceeds 2**63-1, uint64 when none is
+    negative, an error naming both files otherwise. (The ids were stored as 64-bit patterns.)"""
+    big = next((s.big for s in found if s.big), None)
+    negative = next((s.negative for s in found if s.negative), None)
     if big is None:
         return np.dtype(np.int64)
-    negative = next(((f, c, a) for f, c, a in arrays if a.dtype.kind == "i" and a.size and a.min() < 0), None)
     if negative is None:
         return np.dtype(np.uint64)
-    (f1, c1, a1), (f2, c2, a2) = big, negative
-    r1, r2 = _first(a1 > np.iinfo(np.int64).max), _first(a2 < 0)
-    raise InputError(f"{f1}: column {c1!r} holds {a1[r1]} at row {r1} (above 2**63-1), but {f2}: column {c2!r} "
-                     f"holds {a2[r2]} at row {r2} (negative); no integer type holds both")
+    (f1, c1, r1, v1), (f2, c2, r2, v2) = big, negative
+    raise InputError(f"{f1}: column {c1!r} holds {v1} at row {r1} (above 2**63-1), but {f2}: column {c2!r} "
+                     f"holds {v2} at row {r2} (negative); no integer type holds both")
 
 
-def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None = "weight") -> EdgeTable:
-    """Read and check an edge list: a Parquet file or a directory of them (one dataset)."""
+def _store(dest, start: int, values: np.ndarray, stream) -> None:
+    """values -> dest[start:start + len(values)], dest on either backend."""
+    end = start + values.shape[0]
+    if isinstance(dest, np.ndarray):
+        dest[start:end] = values
+    else:
+        dest[start:end].set(np.ascontiguousarray(values, dtype=dest.dtype), stream=stream)
+
+
+def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None = "weight", xp=np) -> EdgeTable:
+    """Read and check an edge list (a Parquet file or a directory holding one dataset) into
+    arrays of the backend ``xp`` (numpy or cupy), row groups decoded in parallel."""
     if src_col == dst_col:
         raise InputError(f"{path}: the source and destination columns are both {src_col!r}")
     files, skipped = dataset_files(path)
-    parts, first_of_kind = [], {}
-    for file in files:
-        part = _read_part(file, src_col, dst_col, weight_col)
-        kind = "integer" if isinstance(part.src, np.ndarray) else "string"
-        first_of_kind.setdefault(kind, file)
-        if len(first_of_kind) > 1:
-            other = next(k for k in first_of_kind if k != kind)
-            raise InputError(f"{file}: column {src_col!r} holds {kind} ids but {first_of_kind[other]} holds {other} "
-                             "ids (mixed schemas)")
-        parts.append(part)
-    rows = sum(p.rows for p in parts)
-    if rows == 0:
-        raise InputError(f"{path}: the edge list is empty (0 rows)")
-    weight = _concatenate([p.weight for p in parts]) if weight_col else None
-    skipped = [str(p) for p in skipped]
-    if "string" in first_of_kind:
-        both = pa.chunked_array(
-            [chunk for end in ("src", "dst") for p in parts for chunk in getattr(p, end).chunks], type=pa.large_string()
-        ).combine_chunks().dictionary_encode()
-        codes = both.indices.to_numpy(zero_copy_only=False).astype(np.int32)
-        return EdgeTable(codes[:rows], codes[rows:], weight, both.dictionary, str(path), skipped)
-    common = _common_integer_type(parts, (src_col, dst_col))
-    src, dst = (_concatenate([getattr(p, end).astype(common, copy=False) for p in parts]) for end in ("src", "dst"))
-    return EdgeTable(src, dst, weight, None, str(path), skipped)
+    plan = _plan(path, files, src_col, dst_col, weight_col)
+    rows = plan.rows
+    # ids of a uint64-beside-signed input are stored as their 64-bit patterns until the values
+    # say which type holds them all
+    src = dst = None
+    if not plan.strings:
+        src, dst = xp.empty(rows, dtype=plan.id_type), xp.empty(rows, dtype=plan.id_type)
+    weight = xp.empty(rows, dtype=plan.weight_type) if weight_col else None
+    threads = max(1, min(len(os.sched_getaffinity(0)), len(plan.units)))
+    local = threading.local()
+
+    def read(unit: _Unit):
+        table = _read_unit(unit, plan.columns, use_threads=len(plan.units) < threads * 2)
+        ends = [_unit_ids(unit, table[c], c) for c in (src_col, dst_col)]
+        w = _unit_weights(unit, table[weight_col], weight_col, plan.weight_type) if weight_col else None
+        del table
+        found = [_signs(unit, c, ids) for c, ids in zip((src_col, dst_col), ends)] if plan.mixed_signs else []
+        stream = None
+        if xp is not np:
+            stream = getattr(local, "stream", None) or xp.cuda.Stream(non_blocking=True)
+            local.stream = stream
+        stores = [(weight, w)] if plan.strings else [(src, ends[0]), (dst, ends[1]), (weight, w)]
+        for dest, values in stores:
+            if dest is not None:
+                if values.dtype == np.uint64 and plan.mixed_signs:
+                    values = values.view(np.int64)
+                _store(dest, unit.start, values, stream)
+        if stream is not None:
+            stream.synchronize()  # the host arrays may go once their copies are done
+        return ends if plan.strings else found
+
+    results = _run_in_order(read, plan.units, threads)
+    if plan.strings:
+        both = pa.chunked_array([chunk for end in (0, 1) for r in results for chunk in r[end].chunks],
+                                type=pa.large_string()).combine_chunks().dictionary_encode()
+        codes = xp.asarray(both.indices.to_numpy(zero_copy_only=False).astype(np.int32))
+        return EdgeTable(codes[:rows], codes[rows:], weight, both.dictionary, str(path), [str(p) for p in skipped])
+    if plan.mixed_signs:
+        unified = _unify_signs([s for found in results for s in found])
+        src, dst = src.view(unified), dst.view(unified)
+    return EdgeTable(src, dst, weight, None, str(path), [str(p) for p in skipped])
 
 
-def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
-    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+def _run_in_order(work, units: list, threads: int) -> list:
+    """work(unit) for every unit on a pool of threads; results in unit order. On a failure the
+    error of the first failing unit (in input order) is raised, and units after it are dropped."""
+    if threads == 1:
+        return [work(u) for u in units]
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="parquet-read")
+    futures = [pool.submit(work, u) for u in units]
+    try:
+        return [f.result() for f in futures]  # in order: units before a failure all completed
+    finally:
+        # an error or an interrupt leaves at once: queued units are cancelled, running ones end
+        # with their row group
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def vertex_names(table: EdgeTable, ids: np.ndarray) -> pa.Array:
