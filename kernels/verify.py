@@ -75,13 +75,11 @@ def _chunks(xp, m: int):
         yield lo, min(lo + step, m)
 
 
-def _order_by(keys, bound: int):
-    """Stable permutation that sorts integer ``keys`` in [0, bound): one sort of the keys packed
-    with their positions (on the host NumPy's SIMD sort beats its argsort several times)."""
+def _order_by(keys):
+    """Stable permutation that sorts int32 ``keys`` (fewer than 2**32 of them): one sort of the
+    keys packed with their positions (on the host NumPy's SIMD sort is twice as fast as argsort)."""
     xp = array_module(keys)
     shift = max(1, (int(keys.shape[0]) - 1).bit_length())
-    if max(1, bound - 1).bit_length() + shift > 63:
-        return xp.argsort(keys, kind="stable")
     packed = xp.sort((keys.astype(np.int64) << shift) | xp.arange(keys.shape[0], dtype=np.int64))
     return packed & ((1 << shift) - 1)
 
@@ -157,7 +155,7 @@ def _root_forest(fu, fv, label, n: int):
     xp = array_module(fu)
     k = int(fu.shape[0])
     ends = xp.concatenate([fu, fv]).astype(np.int32)
-    order = _order_by(ends, n)
+    order = _order_by(ends)
     far = xp.concatenate([fv, fu]).astype(np.int32)[order]
     edge = (order % max(k, 1)).astype(np.int32)
     start = xp.zeros(n + 1, dtype=np.int64)
