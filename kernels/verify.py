@@ -47,11 +47,11 @@ end of an edge heavier than all (rank k).
   sparse table over block maxima; a range inside one block a sparse table of 7 levels.
 
 Memory: the edges are read in chunks (HOST_CHUNK / DEVICE_CHUNK) and nothing of length m is
-allocated: per chunk about a dozen temporaries of the chunk's length, at most three of them
-int64. Besides those: about ten int32/int64 arrays of n (labels, parents, depths, ranks,
+allocated: per chunk about a dozen temporaries of the chunk's length, four of them int64.
+Besides those: about ten int32/int64 arrays of n (labels, parents, parent edges, ranks,
 A-parents, sizes, offsets, positions), 2 * ceil(log2(depth + 1)) int32 lifting tables of n,
 the range-maximum tables (9 n int32 plus n / 64 * log2 n), the forest's k edges with sorted
-copies and an adjacency of 2k arcs; for the BFS check two bool arrays of n.
+copies and an adjacency of 2k arcs; for the BFS check a few arrays of n.
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ from kernels.backend import array_module, scatter_add, scatter_min, segment_owne
 
 # Edges are read in chunks so that temporaries never grow with m. Host: a chunk's dozen
 # temporaries (4-8 MB each) stay close to the CPU caches. GPU: fewer, larger launches; a dozen
-# temporaries of 4 M entries (at most three int64) take about 0.2 GB, whatever m is.
+# temporaries of 4 M entries (four of them int64) take about 0.3 GB, whatever m is.
 HOST_CHUNK = 1 << 20
 DEVICE_CHUNK = 1 << 22
 BLOCK_BITS = 6  # range-maximum blocks of 64 positions (see _range_maximum)
