@@ -105,6 +105,11 @@ def scatter_min(target, index, values) -> None:
     array_module(target).minimum.at(target, index, values)
 
 
+def scatter_add(target, index, values) -> None:
+    """target[index[i]] += values[i] for every i, repeats included."""
+    array_module(target).add.at(target, index, values)
+
+
 def device_memory_free() -> int:
     """Bytes CuPy can still allocate on the current GPU: the device's free memory plus what
     CuPy's pool holds unused, capped by the pool's limit when one is set."""

@@ -124,29 +124,64 @@ def edge_list(src, dst, weight, n: int) -> EdgeList:
                     weight=weight, n=n)
 
 
-def _counting_order(keys, n: int):
-    """Stable permutation that sorts int32 ``keys`` in [0, n): an LSD radix sort with 16-bit
-    digits, each digit a NumPy stable (radix) argsort of uint16. This is the host form of
-    "scatter with per-vertex cursors": O(E) per digit, no comparison sort."""
-    order = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
-    if n > 1 << 16:
-        high = (keys[order] >> 16).astype(np.uint16)
-        order = order[np.argsort(high, kind="stable")]
-    return order
+# The host CSR sorts one 64-bit key per arc, ``row << shift | i`` with i the arc's position in
+# its input array. Keys differ in i, so NumPy's unstable SIMD quicksort (AVX2 / AVX-512) yields
+# the stable order by row, i.e. each row's neighbours in input order; at Kron-20 (33.5 M arcs)
+# it beats both a two-digit stable radix argsort and scipy's COO -> CSR. Keys are packed and
+# decoded HOST_CHUNK arcs at a time, so the only temporary spanning all arcs is the key array.
+HOST_CHUNK = 1 << 20
+
+
+def _sorted_row_keys(row_parts, n: int):
+    """Sorted keys ``row << shift | i`` of the arcs whose rows are the arrays ``row_parts`` laid
+    end to end (i: position within its part). Returns (keys uint64, shift)."""
+    shift = max(1, (max(int(p.shape[0]) for p in row_parts) - 1).bit_length())
+    if max(1, n - 1).bit_length() + shift > 64:
+        raise ValueError(f"{n} vertices and {max(p.shape[0] for p in row_parts)} arcs do not fit a 64-bit CSR key")
+    keys = np.empty(sum(int(p.shape[0]) for p in row_parts), dtype=np.uint64)
+    start = 0
+    for part in row_parts:
+        for lo in range(0, part.shape[0], HOST_CHUNK):
+            hi = min(lo + HOST_CHUNK, part.shape[0])
+            chunk = keys[start + lo:start + hi]
+            chunk[:] = part[lo:hi]
+            chunk <<= np.uint64(shift)
+            chunk |= np.arange(lo, hi, dtype=np.uint64)
+        start += part.shape[0]
+    keys.sort()
+    return keys, shift
+
+
+def _host_csr(row_parts, n: int, neighbour) -> CSR:
+    """CSR on the host from sorted row keys; ``neighbour(i, row)`` gives the arcs' other ends."""
+    degree = np.bincount(row_parts[0], minlength=n)
+    for part in row_parts[1:]:
+        degree += np.bincount(part, minlength=n)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(degree, out=indptr[1:])
+    keys, shift = _sorted_row_keys(row_parts, n)
+    low = np.uint64((1 << shift) - 1)
+    indices = np.empty(keys.shape[0], dtype=np.int32)
+    for lo in range(0, keys.shape[0], HOST_CHUNK):
+        chunk = keys[lo:lo + HOST_CHUNK]
+        indices[lo:lo + chunk.shape[0]] = neighbour((chunk & low).astype(np.intp), chunk >> np.uint64(shift))
+    return CSR(indptr=indptr, indices=indices, n=n)
 
 
 def build_csr(rows, cols, n: int) -> CSR:
     """CSR of arcs rows[i] -> cols[i]: count degrees, exclusive prefix sum, scatter."""
-    xp = array_module(rows)
     if is_gpu(rows):
         from kernels.gpu import csr_scatter
 
         return csr_scatter(rows, cols, n)
-    degree = np.bincount(rows, minlength=n)
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(degree, out=indptr[1:])
-    indices = cols[_counting_order(rows, n)].astype(np.int32, copy=False)
-    return CSR(indptr=indptr, indices=xp.asarray(indices), n=n)
+    return _host_csr([rows], n, lambda i, _row: cols[i])
+
+
+def _symmetric_csr_host(src, dst, n: int) -> CSR:
+    """Both directions of every edge without concatenating them: the arc of edge e leaving
+    ``row`` ends at ``src[e] ^ dst[e] ^ row``. Neighbours come in input (edge) order."""
+    other = src ^ dst
+    return _host_csr([src, dst], n, lambda e, row: other[e] ^ row.astype(other.dtype))
 
 
 def build_graph(edges: EdgeList, directed: bool = False) -> Graph:
@@ -167,5 +202,5 @@ def build_graph(edges: EdgeList, directed: bool = False) -> Graph:
         src, dst = src[keep], dst[keep]
     if directed:
         return Graph(out=build_csr(src, dst, edges.n), inc=build_csr(dst, src, edges.n), directed=True)
-    sym = build_csr(np.concatenate([src, dst]), np.concatenate([dst, src]), edges.n)
+    sym = _symmetric_csr_host(src, dst, edges.n)
     return Graph(out=sym, inc=sym, directed=False)
