@@ -1,0 +1,108 @@
+"""The command line before any run: argument errors, --help, the input path, and the runner
+chosen by the input's size. None of these needs Prefect, and they must answer at once."""
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from flows import bfs as bfs_cli
+from flows import mst as mst_cli
+from flows import pipeline as pipeline_cli
+from flows.runners import edge_count, resolve_auto
+from tests.conftest import ROOT
+
+SAMPLE = str(ROOT / "data" / "graph.parquet")
+
+
+@pytest.mark.parametrize("main, argv, expected", [
+    (bfs_cli.main, [SAMPLE, "--source", "0", "--depth-limit", "2.5"],
+     "argument --depth-limit: expected a whole number of levels >= 0, got '2.5'"),
+    (bfs_cli.main, [SAMPLE, "--source", "0", "--depth-limit", "-1"],
+     "argument --depth-limit: expected a whole number of levels >= 0, got '-1'"),
+    (bfs_cli.main, [SAMPLE, "--sorce", "0"], "unrecognized arguments: --sorce"),
+    (mst_cli.main, [SAMPLE, "--out", "x"], "unrecognized arguments: --out"),
+    (mst_cli.main, [SAMPLE, "extra.parquet"], "unrecognized arguments: extra.parquet"),
+    (mst_cli.main, [], "the following arguments are required: input"),
+    (bfs_cli.main, [SAMPLE], "one of the arguments --source --source-set is required"),
+    (bfs_cli.main, [SAMPLE, "--source", "0", "--source-set", "1"], "not allowed with argument"),
+    (pipeline_cli.main, [SAMPLE, "--source-set", " , "], "empty source set"),
+    (mst_cli.main, [SAMPLE, "--backend", "gpu"], "argument --backend: invalid choice: 'gpu'"),
+    (mst_cli.main, [SAMPLE, "--runner", "processes"], "argument --runner: invalid choice: 'processes'"),
+    (mst_cli.main, ["no/such/graph.parquet"], "no/such/graph.parquet: input not found"),
+], ids=["fractional-depth", "negative-depth", "misspelt-option", "abbreviated-option", "extra-positional",
+        "no-input", "no-source", "source-and-source-set", "empty-source-set", "unknown-backend",
+        "unknown-runner", "missing-input"])
+def test_argument_errors_are_one_line_and_exit_1(main, argv, expected, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing may be written, not even output/
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert out == "" and len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_runner_from_the_environment_is_checked_too(capsys, monkeypatch):
+    monkeypatch.setenv("GRAPH_TASK_RUNNER", "process")
+    assert mst_cli.main([SAMPLE]) == 1
+    assert capsys.readouterr().err.strip() == "error: GRAPH_TASK_RUNNER=process: choose auto, dask or threads"
+
+
+def _in_fresh_process(argv: list[str]) -> subprocess.CompletedProcess:
+    """flows.cli.main in a new interpreter; prints which heavy modules it imported."""
+    code = ("import sys\nfrom flows.cli import main\ntry:\n    code = main('mst', sys.argv[1:])\n"
+            "except SystemExit as exc:\n    code = exc.code\n"
+            "print('imported:', sorted(m for m in ('prefect', 'dask', 'distributed', 'pyarrow') if m in sys.modules))\n"
+            "sys.exit(code)")
+    return subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_help_and_a_missing_input_answer_before_prefect_is_imported(tmp_path):
+    help_run = _in_fresh_process(["--help"])
+    assert help_run.returncode == 0
+    assert "Minimum spanning forest of a Parquet edge list" in help_run.stdout
+    assert "imported: []" in help_run.stdout
+    missing = _in_fresh_process([str(tmp_path / "nope.parquet")])
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == f"error: {tmp_path / 'nope.parquet'}: input not found"
+    assert "imported: []" in missing.stdout
+
+
+def test_python_m_help_describes_each_command():
+    for kind in ("mst", "bfs", "pipeline"):
+        done = subprocess.run([sys.executable, "-m", f"flows.{kind}", "--help"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        description = done.stdout.split("\n\n")[1]
+        assert description.strip(), done.stdout
+        assert "--runner {auto,dask,threads}" in done.stdout
+
+
+def test_auto_runner_follows_the_edge_count_in_the_footers(tmp_path, monkeypatch):
+    pq.write_table(pa.table({"src": [0, 1, 2], "dst": [1, 2, 0]}), tmp_path / "one.parquet")
+    (tmp_path / "dataset").mkdir()
+    for k in range(3):
+        pq.write_table(pa.table({"src": [k, k + 1], "dst": [k + 1, k + 2]}), tmp_path / "dataset" / f"part-{k}.parquet")
+    assert edge_count(str(tmp_path / "one.parquet")) == 3
+    assert edge_count(str(tmp_path / "dataset")) == 6
+    monkeypatch.setenv("GRAPH_DASK_MIN_EDGES", "6")
+    assert resolve_auto("auto", str(tmp_path / "one.parquet")) == "threads"
+    assert resolve_auto("auto", str(tmp_path / "dataset")) == "dask"
+    assert resolve_auto("threads", str(tmp_path / "dataset")) == "threads"  # an explicit choice stands
+    (tmp_path / "broken.parquet").write_text("not parquet")
+    assert edge_count(str(tmp_path / "broken.parquet")) is None
+    assert resolve_auto("auto", str(tmp_path / "broken.parquet")) == "threads"  # the load task names the problem
+
+
+def test_default_runner_is_threads_outside_the_command_line(monkeypatch):
+    """Flows called from Python or by a deployment start no worker processes unless asked."""
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from flows.runners import task_runner
+
+    monkeypatch.delenv("GRAPH_TASK_RUNNER", raising=False)
+    monkeypatch.delenv("GRAPH_DASK_ADDRESS", raising=False)
+    assert isinstance(task_runner(), ThreadPoolTaskRunner)
+    assert isinstance(task_runner("auto"), ThreadPoolTaskRunner)
+    assert not isinstance(task_runner("dask"), ThreadPoolTaskRunner)
