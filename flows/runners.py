@@ -9,7 +9,8 @@
 - an address (``tcp://host:8786``): an existing Dask scheduler; its workers need this checkout
   on their PYTHONPATH and PREFECT_API_URL pointing at the same server as the flow.
 - ``auto`` (the command line's default): threads below ``dask_min_edges()`` input edges, Dask
-  above, decided from the Parquet footers before the run starts.
+  above when the machine has several workers to give Dask (GPUs, or cores), decided from
+  the Parquet footers before the run starts.
 
 The environment picks the default (deployments set it per work pool or job):
 GRAPH_TASK_RUNNER=dask|threads, GRAPH_DASK_ADDRESS, GRAPH_DASK_WORKERS (LocalCluster size),
@@ -31,11 +32,13 @@ from kernels import backend as be
 RUNNERS = ("auto", "dask", "threads")
 
 # Below this many input edges `auto` runs tasks in threads. Measured with
-# `python -m benchmarks.runner_threshold` (benchmarks/README.md): on 2 cores a pipeline run with
-# two source sets took longer on a Dask LocalCluster than in threads up to Kron-20 (33.5 M
-# edges), because starting worker processes and moving each product between them costs more
-# than the parallel branches save; on a single GPU the one dask-cuda worker only adds its start.
-DASK_MIN_EDGES = 50_000_000
+# `python -m benchmarks.runner_threshold` on 2 cores (benchmarks/README.md): a pipeline run with
+# two source sets took 14.9 s in threads and 27.9 s on two Dask workers at Kron-18 (4.2 M
+# edges), 42 s and 74 s at Kron-19 (8.4 M), 104 s and 88 s at Kron-20 (16.8 M): below that,
+# starting worker processes and moving products between them costs more than running the
+# searches and the forest in parallel processes saves. With one worker (one GPU, one core)
+# Dask only adds its start, so `auto` asks for it only when there are several.
+DASK_MIN_EDGES = 16_000_000
 
 
 def dask_min_edges() -> int:
@@ -122,9 +125,21 @@ def edge_count(path: str) -> int | None:
         return None
 
 
+def local_workers() -> int:
+    """Workers local_cluster() starts: one per GPU, else GRAPH_DASK_WORKERS or min(4, cores)."""
+    if be.cupy_usable():
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount()
+    return int(os.environ.get("GRAPH_DASK_WORKERS") or min(4, os.cpu_count() or 1))
+
+
 def resolve_auto(kind: str, path: str) -> str:
-    """``auto``: threads for graphs below dask_min_edges(), Dask above."""
+    """``auto``: Dask for graphs of at least dask_min_edges() edges when this machine has
+    several workers to give it; threads otherwise."""
     if kind != "auto":
         return kind
     edges = edge_count(path)
-    return "dask" if edges is not None and edges >= dask_min_edges() else "threads"
+    if edges is None or edges < dask_min_edges():
+        return "threads"
+    return "dask" if local_workers() > 1 else "threads"

@@ -11,6 +11,7 @@ from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
 from flows.runners import edge_count, resolve_auto
+from kernels import backend as be
 from tests.conftest import ROOT
 
 SAMPLE = str(ROOT / "data" / "graph.parquet")
@@ -87,8 +88,13 @@ def test_auto_runner_follows_the_edge_count_in_the_footers(tmp_path, monkeypatch
     assert edge_count(str(tmp_path / "one.parquet")) == 3
     assert edge_count(str(tmp_path / "dataset")) == 6
     monkeypatch.setenv("GRAPH_DASK_MIN_EDGES", "6")
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
     assert resolve_auto("auto", str(tmp_path / "one.parquet")) == "threads"
     assert resolve_auto("auto", str(tmp_path / "dataset")) == "dask"
+    if not be.cupy_usable():  # one worker: Dask would only add its start
+        monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
+        assert resolve_auto("auto", str(tmp_path / "dataset")) == "threads"
+        monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
     assert resolve_auto("threads", str(tmp_path / "dataset")) == "threads"  # an explicit choice stands
     (tmp_path / "broken.parquet").write_text("not parquet")
     assert edge_count(str(tmp_path / "broken.parquet")) is None
