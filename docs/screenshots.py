@@ -16,6 +16,7 @@ Everything it starts it stops. Needs the chromium browser (Debian: `apt-get inst
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import shutil
@@ -53,14 +54,73 @@ def prefect(env: dict, *args: str, timeout: int = 300) -> str:
     return done.stdout
 
 
-def screenshot(browser: str, url: str, path: Path, height: int = 1000) -> None:
-    """The page after its scripts have run (virtual time lets the UI fetch and render)."""
-    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-        subprocess.run([browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                        f"--user-data-dir={profile}", f"--window-size=1440,{height}", "--virtual-time-budget=20000",
-                        f"--screenshot={path}", url],
-                       check=True, capture_output=True, timeout=180)
-    print(f"wrote {path}")
+class Browser:
+    """Headless Chromium driven over the DevTools protocol: the UI's tabs are chosen by a click
+    (a tab in the URL is reset while the run loads), and a page is shot once it shows a text."""
+
+    def __init__(self, binary: str):
+        from websockets.sync.client import connect  # a dependency of Prefect
+
+        self.profile = tempfile.mkdtemp(prefix="chromium-profile-")
+        self.process = subprocess.Popen([binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                                         f"--user-data-dir={self.profile}", "--remote-debugging-port=0", "about:blank"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for line in self.process.stderr:
+            if "DevTools listening on" in line:
+                port = line.split("127.0.0.1:")[1].split("/")[0]
+                break
+        else:
+            raise RuntimeError(f"{binary} did not start")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as response:
+            page = next(t for t in json.loads(response.read()) if t["type"] == "page")
+        self.socket = connect(page["webSocketDebuggerUrl"], max_size=None)
+        self.calls = 0
+
+    def call(self, method: str, **params):
+        self.calls += 1
+        self.socket.send(json.dumps({"id": self.calls, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.socket.recv())
+            if message.get("id") == self.calls:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message["result"]
+
+    def evaluate(self, expression: str):
+        return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+
+    def wait_for(self, text: str, seconds: float = 60) -> None:
+        deadline = time.monotonic() + seconds
+        while not self.evaluate(f"document.body && document.body.innerText.includes({json.dumps(text)})"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the page never showed {text!r}")
+            time.sleep(0.25)
+        time.sleep(1.5)  # let the last requests render
+
+    def open(self, url: str, text: str, height: int = 1000) -> None:
+        self.call("Emulation.setDeviceMetricsOverride", width=1440, height=height, deviceScaleFactor=1, mobile=False)
+        self.call("Page.navigate", url=url)
+        self.wait_for(text)
+
+    def click(self, text: str, then: str) -> None:
+        """Click the innermost element whose whole text is ``text``; wait for ``then``."""
+        clicked = self.evaluate(
+            "(() => { const all = [...document.querySelectorAll('button, a, [role=tab], li, span, div')];"
+            f" const hit = all.reverse().find(e => e.innerText && e.innerText.trim() === {json.dumps(text)});"
+            " if (hit) { hit.click(); return true; } return false; })()")
+        if not clicked:
+            raise RuntimeError(f"nothing to click labelled {text!r}")
+        self.wait_for(then)
+
+    def shot(self, path: Path) -> None:
+        path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"]))
+        print(f"wrote {path}")
+
+    def close(self) -> None:
+        self.socket.close()
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        shutil.rmtree(self.profile, ignore_errors=True)
 
 
 def main(argv=None) -> int:
@@ -114,11 +174,21 @@ def main(argv=None) -> int:
         by_key = {a["key"]: a["id"] for a in artifacts if a["key"]}
         deployment = next(d for d in api(url, "/deployments/filter", {}) if d["name"] == "pipeline-nightly")
 
-        screenshot(args.browser, f"{ui}/runs/flow-run/{flow_run_id}", args.out / "run.png")
-        screenshot(args.browser, f"{ui}/runs/flow-run/{flow_run_id}?tab=Artifacts", args.out / "artifacts.png")
-        screenshot(args.browser, f"{ui}/artifacts/artifact/{by_key['pipeline-summary']}", args.out / "summary.png", 1300)
-        screenshot(args.browser, f"{ui}/artifacts/artifact/{by_key['bfs-levels-source-set-0']}", args.out / "levels.png", 1300)
-        screenshot(args.browser, f"{ui}/deployments/deployment/{deployment['id']}/run", args.out / "deployment-form.png", 1300)
+        browser = Browser(args.browser)
+        try:
+            browser.open(f"{ui}/runs/flow-run/{flow_run_id}", "pipeline done in", height=1500)
+            browser.shot(args.out / "run.png")
+            browser.open(f"{ui}/runs/flow-run/{flow_run_id}", "pipeline-kron14", height=1300)
+            browser.click("Artifacts", then="pipeline-summary")
+            browser.shot(args.out / "artifacts.png")
+            browser.open(f"{ui}/artifacts/artifact/{by_key['pipeline-summary']}", "validation", height=1300)
+            browser.shot(args.out / "summary.png")
+            browser.open(f"{ui}/artifacts/artifact/{by_key['bfs-levels-source-set-0']}", "frontier", height=1300)
+            browser.shot(args.out / "levels.png")
+            browser.open(f"{ui}/deployments/deployment/{deployment['id']}/run", "source_sets", height=1400)
+            browser.shot(args.out / "deployment-form.png")
+        finally:
+            browser.close()
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:

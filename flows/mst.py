@@ -32,7 +32,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
 
     Args:
         input: Parquet file or directory of Parquet files, one edge per row.
-        output: Directory for mst_edges.parquet (default: output/<input stem>/).
+        output: Directory for mst_edges.parquet (default: output/graph/ for input data/graph.parquet).
         src_col: Column of source vertex ids (integers or strings).
         dst_col: Column of destination vertex ids (same type as src_col).
         weight_col: Column of edge weights (numeric, finite).

@@ -39,7 +39,7 @@ def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list
         input: Parquet file or directory of Parquet files, one edge per row.
         source: Vertex ids of one search from all of them (give this or source_sets).
         source_sets: Lists of vertex ids, one separate search per list, each written to OUTPUT/source-set-K/.
-        output: Directory for bfs_distances.parquet and mst_edges.parquet (default: output/<input stem>/).
+        output: Directory for bfs_distances.parquet and mst_edges.parquet (default: output/graph/ for input data/graph.parquet).
         directed: BFS follows edges src -> dst only (the forest is always undirected).
         depth_limit: Stop each search after this many levels (default: no limit).
         src_col: Column of source vertex ids (integers or strings).

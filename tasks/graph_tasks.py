@@ -484,6 +484,9 @@ def _number(x) -> str:
     return f"{x:,.6f}".rstrip("0").rstrip(".")
 
 
+STAGE_NAMES = {"prepare": "renumber", "csr": "CSR build", "bfs": "BFS", "msf": "MSF", "validate": "validation"}
+
+
 def summary_rows(summary: dict) -> list[dict]:
     """The summary as (quantity, value) rows with units, in the order a reader asks."""
     s, rows = summary, []
@@ -506,7 +509,8 @@ def summary_rows(summary: dict) -> list[dict]:
             row(f"BFS{where}", f"{_number(levels)} levels, reached {_number(reached)} of {_number(s['vertices'])} vertices")
         row("BFS rate", f"{s['gteps'] or 0:.4g} GTEPS ({_number(s['sources'])} sources in {_number(s['source_sets'])} searches)")
     for key in [k for k in s if k.endswith("_seconds")]:
-        row(f"{key.removesuffix('_seconds')} time", f"{s[key]:,.3f} s")
+        stage = key.removesuffix("_seconds")
+        row(f"{STAGE_NAMES.get(stage, stage)} time", f"{s[key]:,.3f} s")
     row("backend", f"{s['backend']} on {s['device']}")
     for path in s["outputs"]:
         row("output", path)

@@ -64,7 +64,7 @@ def test_summary_artifact_is_the_flow_runs_own_readable_table(tmp_path):
     assert values["BFS"] == f"{summary['levels'][0]:,} levels, reached 3,353 of 3,353 vertices"
     assert values["BFS rate"].endswith("GTEPS (1 sources in 1 searches)")
     assert values["Boruvka"].startswith(f"{summary['rounds']} rounds,") and values["Boruvka"].endswith("edges/s")
-    for stage in ("load", "prepare", "csr", "bfs", "msf", "validate", "write", "total"):
+    for stage in ("load", "renumber", "CSR build", "BFS", "MSF", "validation", "write", "total"):
         assert values[f"{stage} time"].endswith(" s"), stage
     outputs = [value for quantity, value in rows if quantity == "output"]
     assert outputs == [str(tmp_path / "out" / "bfs_distances.parquet"), str(tmp_path / "out" / "mst_edges.parquet")]
