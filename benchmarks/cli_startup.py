@@ -7,7 +7,7 @@ Times, as subprocesses (interpreter start and imports included), median of --rep
 - `python -m flows.mst data/graph.parquet` with the default runner (auto: threads on this
   9-edge sample) and with `--runner dask`, each cold (no PREFECT_API_URL: a temporary server
   is started for the run) and against a running `prefect server start` (started here on a free
-  port, not timed).
+  port, not timed, and warmed by one untimed run).
 All runs share one new PREFECT_HOME, whose database an untimed first run creates. Appends one
 record to FILE, with the load average (this machine is shared: figures move with it).
 """
@@ -79,6 +79,7 @@ def main(argv=None) -> int:
     server, url = start_server(env)
     try:
         for name, case in cases.items():
+            timed_run({**env, "PREFECT_API_URL": url}, case)  # untimed: the new server's first requests
             seconds[f"running_server_{name}"] = median({**env, "PREFECT_API_URL": url}, case)
     finally:
         server.terminate()

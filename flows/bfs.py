@@ -10,11 +10,9 @@ vertices), one row per vertex of the graph.
 from __future__ import annotations
 
 if __name__ == "__main__":  # the command line checks its arguments before Prefect is imported
-    import sys
+    from flows.cli import run_command
 
-    from flows.cli import main
-
-    sys.exit(main("bfs"))
+    run_command("bfs")
 
 import time
 

@@ -7,11 +7,9 @@ Writes DIR/mst_edges.parquet: src, dst, weight, one row per forest edge (the cho
 from __future__ import annotations
 
 if __name__ == "__main__":  # the command line checks its arguments before Prefect is imported
-    import sys
+    from flows.cli import run_command
 
-    from flows.cli import main
-
-    sys.exit(main("mst"))
+    run_command("mst")
 
 import time
 

@@ -8,11 +8,9 @@ once every result is verified.
 from __future__ import annotations
 
 if __name__ == "__main__":  # the command line checks its arguments before Prefect is imported
-    import sys
+    from flows.cli import run_command
 
-    from flows.cli import main
-
-    sys.exit(main("pipeline"))
+    run_command("pipeline")
 
 import time
 

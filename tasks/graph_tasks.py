@@ -231,7 +231,7 @@ class StepLog:
     frontier size or edge count is read back), so the intervals are the steps' real times."""
 
     def __init__(self):
-        self.start = self.last = time.perf_counter()
+        self.last = time.perf_counter()
         self.rows: list[tuple] = []
 
     def record(self, *values) -> None:
