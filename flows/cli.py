@@ -212,11 +212,9 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
     if server is not None:
         settings[PREFECT_API_URL] = environment["PREFECT_API_URL"] = server.wait()
     with temporary_settings(updates=settings), _environment(environment), tags(*TAGS, kind, "cli"):
-        try:
-            state = flow.with_options(task_runner=runner)(**params, return_state=True)
-        finally:
-            if server is not None:
-                _drain_to_api()
+        state = flow.with_options(task_runner=runner)(**params, return_state=True)
+        if server is not None:  # (an interrupted run raised above: Ctrl-C does not wait for this)
+            _drain_to_api()
         summary = state.result()  # raises the run's error
     print(describe(kind, summary))
     for path in summary["outputs"]:
