@@ -1,7 +1,10 @@
-"""The command line before any run: argument errors, --help, the input path, and the runner
-chosen by the input's size. None of these needs Prefect, and they must answer at once."""
+"""The command line: argument errors, --help and the input path (answered before Prefect is
+imported), the runner chosen by the input's size, and the temporary server of a run without
+one configured."""
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -112,3 +115,36 @@ def test_default_runner_is_threads_outside_the_command_line(monkeypatch):
     assert isinstance(task_runner(), ThreadPoolTaskRunner)
     assert isinstance(task_runner("auto"), ThreadPoolTaskRunner)
     assert not isinstance(task_runner("dask"), ThreadPoolTaskRunner)
+
+
+def _processes_with(text: str) -> list[int]:
+    """Live processes whose environment contains ``text`` (Linux /proc)."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if text.encode() in environ.read_bytes():
+                found.append(int(environ.parent.name))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="looks for leftover processes in /proc")
+def test_without_a_server_the_command_starts_one_for_the_run_and_stops_it(tmp_path):
+    """No PREFECT_API_URL: the run is recorded, with its logs, by a temporary server that the
+    command stops before it exits."""
+    home = tmp_path / "prefect-home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GRAPH_"))}
+    env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    done = subprocess.run([sys.executable, "-m", "flows.mst", SAMPLE, "--output", str(tmp_path / "out")], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and f"wrote {tmp_path / 'out' / 'mst_edges.parquet'}" in done.stdout
+    assert _processes_with(str(home)) == []  # the server is gone
+    import sqlite3
+
+    with sqlite3.connect(home / "prefect.db") as db:
+        runs = db.execute("SELECT id, name, state_type FROM flow_run").fetchall()
+        assert [(name, state) for _, name, state in runs] == [("mst-graph", "COMPLETED")]
+        messages = [m for (m,) in db.execute("SELECT message FROM log WHERE flow_run_id = ?", (runs[0][0],))]
+    assert any(m.startswith("mst done in") for m in messages), messages  # the last logs reached it
