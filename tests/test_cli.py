@@ -13,7 +13,7 @@ import pytest
 from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
-from flows.runners import edge_count, resolve_auto
+from flows.runners import edge_count, local_workers, resolve_auto
 from kernels import backend as be
 from tests.conftest import ROOT
 
@@ -93,7 +93,8 @@ def test_auto_runner_follows_the_edge_count_in_the_footers(tmp_path, monkeypatch
     monkeypatch.setenv("GRAPH_DASK_MIN_EDGES", "6")
     monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
     assert resolve_auto("auto", str(tmp_path / "one.parquet")) == "threads"
-    assert resolve_auto("auto", str(tmp_path / "dataset")) == "dask"
+    # (on a GPU machine the workers are its GPUs: one GPU, one worker)
+    assert resolve_auto("auto", str(tmp_path / "dataset")) == ("dask" if local_workers() > 1 else "threads")
     if not be.cupy_usable():  # one worker: Dask would only add its start
         monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
         assert resolve_auto("auto", str(tmp_path / "dataset")) == "threads"
