@@ -9,14 +9,17 @@ vertices), one row per vertex of the graph.
 """
 from __future__ import annotations
 
-import argparse
-import sys
+if __name__ == "__main__":  # the command line checks its arguments before Prefect is imported
+    from flows.cli import run_command
+
+    run_command("bfs")
+
 import time
 from pathlib import Path
 
 from prefect import flow, unmapped
 
-from flows.common import add_bfs_arguments, add_input_arguments, default_output, finish, run_cli, source_plan
+from flows.common import FLOW_TIMEOUT_SECONDS, Backend, DepthLimit, default_output, finish, run_name, source_plan
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
@@ -25,36 +28,42 @@ from tasks.graph_tasks import (
 )
 
 
-@flow(name="bfs", task_runner=task_runner(), log_prints=True)
+@flow(name="bfs", flow_run_name=run_name("bfs"), task_runner=task_runner(), log_prints=True,
+      timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
-             output: str | None = None, directed: bool = False, depth_limit: int | None = None,
-             src_col: str = "src", dst_col: str = "dst", backend: str | None = None) -> dict:
-    """Load -> renumber -> CSR -> direction-optimizing BFS per source set (mapped across workers)
-    -> verify each -> write each bfs_distances.parquet."""
+             output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
+             src_col: str = "src", dst_col: str = "dst", backend: Backend | None = None) -> dict:
+    """BFS distances: load -> renumber -> CSR -> direction-optimizing BFS per source set (mapped
+    across workers) -> verify each -> write each bfs_distances.parquet.
+
+    Args:
+        input: Parquet file or directory of Parquet files, one edge per row.
+        source: Vertex ids of one search from all of them (give this or source_sets).
+        source_sets: Lists of vertex ids, one separate search per list, each written to OUTPUT/source-set-K/.
+        output: Directory for bfs_distances.parquet (default: output/graph/ for input data/graph.parquet).
+        directed: Follow edges src -> dst only (default: both ways).
+        depth_limit: Stop after this many levels (default: no limit).
+        src_col: Column of source vertex ids (integers or strings).
+        dst_col: Column of destination vertex ids (same type as src_col).
+        backend: numpy (CPU), cupy (GPU) or auto (cupy when a GPU is usable; default: $GRAPH_BACKEND, else auto).
+    """
     started = time.perf_counter()
-    sets, outputs = source_plan(source, source_sets, output or default_output(input), depth_limit)
+    sets, outputs, keys = source_plan(source, source_sets, output or default_output(input))
     check_output_paths(input, [Path(o) / "bfs_distances.parquet" for o in outputs])
     loaded = load_edges.submit(input, src_col, dst_col, None)
     prepared = prepare_edges.submit(loaded, backend)
     graph = build_csr.submit(prepared, directed)
     sources = resolve_sources.map(unmapped(loaded), unmapped(prepared), sets)
-    searches = breadth_first_search.map(unmapped(graph), sources, unmapped(depth_limit))
-    checks = validate_bfs.map(unmapped(prepared), sources, searches, unmapped(directed), unmapped(depth_limit))
+    searches = breadth_first_search.map(unmapped(graph), sources, unmapped(depth_limit), keys)
+    checks = validate_bfs.map(unmapped(prepared), sources, searches, unmapped(directed), unmapped(depth_limit), keys)
     writes = write_distances.map(unmapped(loaded), unmapped(prepared), searches, outputs, wait_for=checks)
     summary = summarize.submit(loaded, prepared, graph=graph, searches=searches, source_sets=sources,
                                checks=checks, writes=writes)
-    return finish("bfs", summary, started, [loaded, prepared, graph, sources, searches, checks, writes])
+    return finish("bfs", input, summary, started, [loaded, prepared, graph, sources, searches, checks, writes])
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flows.bfs", description=__doc__.split("\n")[1])
-    add_input_arguments(parser, weights=False)
-    add_bfs_arguments(parser)
-    return run_cli(bfs_flow, parser, argv, lambda a: dict(
-        input=a.input, source=a.source, source_sets=a.source_set, output=a.output,
-        directed=a.directed, depth_limit=a.depth_limit, src_col=a.src_col, dst_col=a.dst_col,
-        backend=a.backend))
+    """The command line, `python -m flows.bfs INPUT ...` (flows/cli.py)."""
+    from flows.cli import main as command_line
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return command_line("bfs", argv)

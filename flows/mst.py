@@ -6,14 +6,17 @@ Writes DIR/mst_edges.parquet: src, dst, weight, one row per forest edge (the cho
 """
 from __future__ import annotations
 
-import argparse
-import sys
+if __name__ == "__main__":  # the command line checks its arguments before Prefect is imported
+    from flows.cli import run_command
+
+    run_command("mst")
+
 import time
 from pathlib import Path
 
 from prefect import flow
 
-from flows.common import add_input_arguments, default_output, finish, run_cli
+from flows.common import FLOW_TIMEOUT_SECONDS, Backend, default_output, finish, run_name
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
@@ -21,10 +24,20 @@ from tasks.graph_tasks import (
 )
 
 
-@flow(name="mst", task_runner=task_runner(), log_prints=True)
+@flow(name="mst", flow_run_name=run_name("mst"), task_runner=task_runner(), log_prints=True,
+      timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_col: str = "dst",
-             weight_col: str = "weight", backend: str | None = None) -> dict:
-    """Load -> renumber -> Boruvka forest -> verify -> write mst_edges.parquet."""
+             weight_col: str = "weight", backend: Backend | None = None) -> dict:
+    """Minimum spanning forest: load -> renumber -> Boruvka -> verify -> write mst_edges.parquet.
+
+    Args:
+        input: Parquet file or directory of Parquet files, one edge per row.
+        output: Directory for mst_edges.parquet (default: output/graph/ for input data/graph.parquet).
+        src_col: Column of source vertex ids (integers or strings).
+        dst_col: Column of destination vertex ids (same type as src_col).
+        weight_col: Column of edge weights (numeric, finite).
+        backend: numpy (CPU), cupy (GPU) or auto (cupy when a GPU is usable; default: $GRAPH_BACKEND, else auto).
+    """
     started = time.perf_counter()
     check_output_paths(input, [Path(output or default_output(input)) / "mst_edges.parquet"])
     loaded = load_edges.submit(input, src_col, dst_col, weight_col)
@@ -33,16 +46,11 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
     check = validate_forest.submit(prepared, forest)
     write = write_forest.submit(loaded, prepared, forest, output or default_output(input), wait_for=[check])
     summary = summarize.submit(loaded, prepared, forest=forest, checks=[check], writes=[write])
-    return finish("mst", summary, started, [loaded, prepared, forest, check, write])
+    return finish("mst", input, summary, started, [loaded, prepared, forest, check, write])
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flows.mst", description=__doc__.split("\n")[1])
-    add_input_arguments(parser, weights=True)
-    return run_cli(mst_flow, parser, argv, lambda a: dict(
-        input=a.input, output=a.output, src_col=a.src_col, dst_col=a.dst_col,
-        weight_col=a.weight_col, backend=a.backend))
+    """The command line, `python -m flows.mst INPUT ...` (flows/cli.py)."""
+    from flows.cli import main as command_line
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return command_line("mst", argv)

@@ -7,14 +7,17 @@ once every result is verified.
 """
 from __future__ import annotations
 
-import argparse
-import sys
+if __name__ == "__main__":  # the command line checks its arguments before Prefect is imported
+    from flows.cli import run_command
+
+    run_command("pipeline")
+
 import time
 from pathlib import Path
 
 from prefect import flow, unmapped
 
-from flows.common import add_bfs_arguments, add_input_arguments, default_output, finish, run_cli, source_plan
+from flows.common import FLOW_TIMEOUT_SECONDS, Backend, DepthLimit, default_output, finish, run_name, source_plan
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
@@ -23,41 +26,49 @@ from tasks.graph_tasks import (
 )
 
 
-@flow(name="pipeline", task_runner=task_runner(), log_prints=True)
+@flow(name="pipeline", flow_run_name=run_name("pipeline"), task_runner=task_runner(), log_prints=True,
+      timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
-                  output: str | None = None, directed: bool = False, depth_limit: int | None = None,
+                  output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
                   src_col: str = "src", dst_col: str = "dst", weight_col: str = "weight",
-                  backend: str | None = None) -> dict:
-    """Load -> renumber -> CSR -> BFS per source set and Boruvka, in parallel -> verify all ->
-    write all."""
+                  backend: Backend | None = None) -> dict:
+    """BFS and minimum spanning forest with one ingest: load -> renumber -> CSR -> BFS per
+    source set and Boruvka, in parallel -> verify all -> write all.
+
+    Args:
+        input: Parquet file or directory of Parquet files, one edge per row.
+        source: Vertex ids of one search from all of them (give this or source_sets).
+        source_sets: Lists of vertex ids, one separate search per list, each written to OUTPUT/source-set-K/.
+        output: Directory for bfs_distances.parquet and mst_edges.parquet (default: output/graph/ for input data/graph.parquet).
+        directed: BFS follows edges src -> dst only (the forest is always undirected).
+        depth_limit: Stop each search after this many levels (default: no limit).
+        src_col: Column of source vertex ids (integers or strings).
+        dst_col: Column of destination vertex ids (same type as src_col).
+        weight_col: Column of edge weights (numeric, finite).
+        backend: numpy (CPU), cupy (GPU) or auto (cupy when a GPU is usable; default: $GRAPH_BACKEND, else auto).
+    """
     started = time.perf_counter()
     output = output or default_output(input)
-    sets, outputs = source_plan(source, source_sets, output, depth_limit)
+    sets, outputs, keys = source_plan(source, source_sets, output)
     check_output_paths(input, [*(Path(o) / "bfs_distances.parquet" for o in outputs), Path(output) / "mst_edges.parquet"])
     loaded = load_edges.submit(input, src_col, dst_col, weight_col)
     prepared = prepare_edges.submit(loaded, backend)
     graph = build_csr.submit(prepared, directed)
     sources = resolve_sources.map(unmapped(loaded), unmapped(prepared), sets)
-    searches = breadth_first_search.map(unmapped(graph), sources, unmapped(depth_limit))
+    searches = breadth_first_search.map(unmapped(graph), sources, unmapped(depth_limit), keys)
     forest = spanning_forest.submit(prepared)
-    checks = [*validate_bfs.map(unmapped(prepared), sources, searches, unmapped(directed), unmapped(depth_limit)),
+    checks = [*validate_bfs.map(unmapped(prepared), sources, searches, unmapped(directed), unmapped(depth_limit), keys),
               validate_forest.submit(prepared, forest)]
     writes = [*write_distances.map(unmapped(loaded), unmapped(prepared), searches, outputs, wait_for=checks),
               write_forest.submit(loaded, prepared, forest, output, wait_for=checks)]
     summary = summarize.submit(loaded, prepared, graph=graph, searches=searches, source_sets=sources,
                                forest=forest, checks=checks, writes=writes)
-    return finish("pipeline", summary, started, [loaded, prepared, graph, sources, searches, forest, checks, writes])
+    return finish("pipeline", input, summary, started,
+                  [loaded, prepared, graph, sources, searches, forest, checks, writes])
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flows.pipeline", description=__doc__.split("\n")[1])
-    add_input_arguments(parser, weights=True)
-    add_bfs_arguments(parser)
-    return run_cli(pipeline_flow, parser, argv, lambda a: dict(
-        input=a.input, source=a.source, source_sets=a.source_set, output=a.output,
-        directed=a.directed, depth_limit=a.depth_limit, src_col=a.src_col, dst_col=a.dst_col,
-        weight_col=a.weight_col, backend=a.backend))
+    """The command line, `python -m flows.pipeline INPUT ...` (flows/cli.py)."""
+    from flows.cli import main as command_line
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return command_line("pipeline", argv)

@@ -1,31 +1,64 @@
 """Where the compute tasks run, chosen when a flow runs, never when it is imported.
 
-- ``dask`` (the default): a ``dask_cuda.LocalCUDACluster`` (one worker per GPU) when a GPU is
-  usable, else a ``distributed.LocalCluster`` of single-threaded worker processes; the cluster is
-  created by the flow run and closed with it.
+- ``threads``: tasks run in threads of the flow's own process. The default for flows called
+  from Python (a script or a notebook) and for deployment runs: nothing is started, and a
+  script without an ``if __name__ == "__main__":`` guard is not re-run by worker processes.
+- ``dask``: a ``dask_cuda.LocalCUDACluster`` (one worker per GPU) when a GPU is usable, else a
+  ``distributed.LocalCluster`` of single-threaded worker processes; the cluster is created by
+  the flow run and closed with it.
 - an address (``tcp://host:8786``): an existing Dask scheduler; its workers need this checkout
   on their PYTHONPATH and PREFECT_API_URL pointing at the same server as the flow.
-- ``threads``: tasks run in the flow's own process, for small graphs and quick runs.
+- ``auto`` (the command line's default): threads below ``dask_min_edges()`` input edges, Dask
+  above when the machine has several workers to give Dask (GPUs, or cores), decided from
+  the Parquet footers before the run starts.
 
 The environment picks the default (deployments set it per work pool or job):
-GRAPH_TASK_RUNNER=dask|threads, GRAPH_DASK_ADDRESS, GRAPH_DASK_WORKERS (LocalCluster size).
+GRAPH_TASK_RUNNER=dask|threads, GRAPH_DASK_ADDRESS, GRAPH_DASK_WORKERS (LocalCluster size),
+GRAPH_DASK_MIN_EDGES (the ``auto`` threshold).
+
+prefect_dask and distributed are imported only when a Dask runner is asked for: they cost about
+half a second of every command's start.
 """
 from __future__ import annotations
 
+import importlib.util
+import logging
 import os
 
 from prefect.task_runners import ThreadPoolTaskRunner
-from prefect_dask import DaskTaskRunner
 
 from kernels import backend as be
 
-RUNNERS = ("dask", "threads")
+RUNNERS = ("auto", "dask", "threads")
+
+# Below this many input edges `auto` runs tasks in threads. Measured with
+# `python -m benchmarks.runner_threshold` on 2 cores (benchmarks/README.md): a pipeline run with
+# two source sets took 14.9 s in threads and 27.9 s on two Dask workers at Kron-18 (4.2 M
+# edges), 42 s and 74 s at Kron-19 (8.4 M), 104 s and 88 s at Kron-20 (16.8 M): below that,
+# starting worker processes and moving products between them costs more than running the
+# searches and the forest in parallel processes saves. With one worker (one GPU, one core)
+# Dask only adds its start, so `auto` asks for it only when there are several.
+DASK_MIN_EDGES = 16_000_000
+
+
+def dask_min_edges() -> int:
+    return int(os.environ.get("GRAPH_DASK_MIN_EDGES") or DASK_MIN_EDGES)
 
 
 def local_cluster(**kwargs):
     """The Dask cluster of this machine: GPU workers when there is a GPU. Imported here, inside
     the flow run, because dask_cuda fails to import or start on a machine without one."""
-    kwargs.setdefault("dashboard_address", None)  # no port to collide with other runs
+    # a free port, so that runs at the same time do not collide on 8787 (the dashboard is served
+    # there when bokeh is installed; without it only Dask's health and metrics pages are)
+    kwargs.setdefault("dashboard_address", "127.0.0.1:0")
+    # Dask's INFO lines (each worker's start and stop, ~90 a run) tell the user nothing about
+    # the run: WARNING and above, unless DASK_LOGGING__DISTRIBUTED says otherwise (the worker
+    # processes read it when they import distributed)
+    level = os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
+    logging.getLogger("distributed").setLevel(level.upper())
+    # the workers report task runs to the server this flow run uses: without PREFECT_API_URL
+    # each worker process would start a temporary server of its own
+    kwargs.setdefault("env", {"PREFECT_API_URL": _api_url()})
     if be.cupy_usable():
         from dask_cuda import LocalCUDACluster
 
@@ -38,20 +71,75 @@ def local_cluster(**kwargs):
     return LocalCluster(n_workers=workers, threads_per_worker=1, **kwargs)
 
 
+def _api_url() -> str:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return str(client.api_url).rstrip("/")
+
+
+class _NoDashboardLink(logging.Filter):
+    """prefect-dask logs the scheduler's dashboard link; without bokeh that page is a 404."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("The Dask dashboard is available")
+
+
 def task_runner(kind: str | None = None, address: str | None = None):
     """The task runner for one flow run. An address argument means that cluster; otherwise the
-    kind (argument, else GRAPH_TASK_RUNNER, else dask); a Dask run uses GRAPH_DASK_ADDRESS if
-    set, else a cluster of this machine."""
+    kind (argument, else GRAPH_TASK_RUNNER, else dask if GRAPH_DASK_ADDRESS is set, else
+    threads); a Dask run uses GRAPH_DASK_ADDRESS if set, else a cluster of this machine.
+    ``auto`` is resolved by the command line, which knows the input's size; here it means
+    threads."""
     if address:
-        return DaskTaskRunner(address=address)
-    kind = kind or os.environ.get("GRAPH_TASK_RUNNER") or "dask"
+        return _dask_runner(address=address)
+    kind = kind or os.environ.get("GRAPH_TASK_RUNNER") or ("dask" if os.environ.get("GRAPH_DASK_ADDRESS") else "threads")
     if kind not in RUNNERS:
         raise ValueError(f"unknown task runner {kind!r} (choose from {', '.join(RUNNERS)})")
-    if kind == "threads":
+    if kind != "dask":
         return ThreadPoolTaskRunner()
     address = os.environ.get("GRAPH_DASK_ADDRESS")
-    return DaskTaskRunner(address=address) if address else DaskTaskRunner(cluster_class=local_cluster)
+    return _dask_runner(address=address) if address else _dask_runner(cluster_class=local_cluster)
+
+
+def _dask_runner(**kwargs):
+    from prefect_dask import DaskTaskRunner
+
+    if importlib.util.find_spec("bokeh") is None:
+        logging.getLogger("prefect.task_runner.dask").addFilter(_NoDashboardLink())
+    return DaskTaskRunner(**kwargs)
 
 
 def uses_dask(runner) -> bool:
-    return isinstance(runner, DaskTaskRunner)
+    return not isinstance(runner, ThreadPoolTaskRunner)
+
+
+def edge_count(path: str) -> int | None:
+    """Input rows according to the Parquet footers (no data is read), or None when they cannot
+    be read: the load task then reports what is wrong with the input."""
+    import pyarrow.dataset as ds
+
+    try:
+        return ds.dataset(path, format="parquet").count_rows()
+    except Exception:  # any unreadable input: the load task names the problem
+        return None
+
+
+def local_workers() -> int:
+    """Workers local_cluster() starts: one per GPU, else GRAPH_DASK_WORKERS or min(4, cores)."""
+    if be.cupy_usable():
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount()
+    return int(os.environ.get("GRAPH_DASK_WORKERS") or min(4, os.cpu_count() or 1))
+
+
+def resolve_auto(kind: str, path: str) -> str:
+    """``auto``: Dask for graphs of at least dask_min_edges() edges when this machine has
+    several workers to give it; threads otherwise."""
+    if kind != "auto":
+        return kind
+    edges = edge_count(path)
+    if edges is None or edges < dask_min_edges():
+        return "threads"
+    return "dask" if local_workers() > 1 else "threads"

@@ -612,9 +612,25 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
+def _umask() -> int:
+    """The process's umask, read from /proc where Linux shows it: reading it with os.umask means
+    setting it, which races with other threads creating files."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o077)  # the restrictive side while it is briefly set
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(table: pa.Table, target: Path) -> Path:
     """Write ``table`` to ``target`` through a temporary file in the same directory + rename."""
     fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target), suffix=".tmp", dir=target.parent)
+    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; a result is as readable as the umask says
     os.close(fd)
     try:
         pq.write_table(table, tmp, compression="zstd")

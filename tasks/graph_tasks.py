@@ -2,7 +2,14 @@
 device sync) and logs one line. They run on Dask workers (or threads) and hand their products to
 each other as futures, wrapped in ``Timed``; only ``summarize`` returns something the flow
 process fetches. Array-carrying tasks use NO_CACHE: a cache key would pickle, and on the GPU
-copy to the host, every array they receive. Only the Parquet read and writes retry."""
+copy to the host, every array they receive; and no task persists its result (the flows persist
+theirs, the summary, and a task would otherwise inherit that and write its arrays to disk).
+Only the Parquet read and writes retry.
+
+Artifacts: the flow publishes the run's summary (``publish_summary``, a table, the first thing
+in the run's Artifacts tab); tasks publish per-level BFS and per-round Boruvka tables, the
+validation reports and, on large graphs, progress bars. Keys carry the source set
+(``bfs-levels-source-set-1``) so that the searches of one run do not overwrite each other."""
 from __future__ import annotations
 
 import math
@@ -121,18 +128,19 @@ class Progress:
         self.last = time.monotonic()
 
 
-@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE)
+@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False)
 def load_edges(path: str, src_col: str, dst_col: str, weight_col: str | None) -> Timed:
     """Read and check the Parquet edge list (an EdgeTable)."""
     start = time.perf_counter()
     table = read_edges(path, src_col, dst_col, weight_col)
-    get_run_logger().info("read %d edges from %s", table.rows, path)
+    seconds = time.perf_counter() - start
+    get_run_logger().info("read %s edges from %s in %.3f s", f"{table.rows:,}", path, seconds)
     if table.skipped:
         get_run_logger().warning("skipped %d files that are not Parquet: %s", len(table.skipped), ", ".join(table.skipped))
-    return Timed(table, time.perf_counter() - start)
+    return Timed(table, seconds)
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, persist_result=False)
 def prepare_edges(loaded: Timed, backend: str | None) -> Timed:
     """Move the ids to the backend and renumber them densely (PreparedEdges).
     The backend is resolved here, on the worker that computes."""
@@ -152,10 +160,13 @@ def prepare_edges(loaded: Timed, backend: str | None) -> Timed:
         edges = edge_list(src, dst, weight, int(ids.shape[0]))
         be.synchronize(xp)
     prepared = PreparedEdges(edges, be.to_host(ids), backend, be.device_name(backend), edges.self_loops())
-    return Timed(prepared, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    get_run_logger().info("renumbered: %s vertices, %s edges (%s self-loops) on %s in %.3f s",
+                          f"{edges.n:,}", f"{edges.m:,}", f"{prepared.self_loops:,}", prepared.device, seconds)
+    return Timed(prepared, seconds)
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, persist_result=False)
 def resolve_sources(loaded: Timed, prepared: Timed, sources: list) -> np.ndarray:
     """Dense vertex numbers of the user's source ids; every one must be a vertex of the graph."""
     table, ids = loaded.value, prepared.value.ids
@@ -180,90 +191,183 @@ def resolve_sources(loaded: Timed, prepared: Timed, sources: list) -> np.ndarray
     return np.array(found, dtype=np.int64)
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, persist_result=False)
 def build_csr(prepared: Timed, directed: bool) -> Timed:
     """CSR by degree counts, exclusive prefix sum and scatter (plus the reverse CSR if directed)."""
     p: PreparedEdges = prepared.value
     with device_memory_guard("CSR", p.edges.m):
         graph = _timed(be.module(p.backend), build_graph, p.edges, directed)
-    get_run_logger().info("CSR: %d vertices, %d arcs in %.3f s", graph.value.n, graph.value.out.nnz, graph.seconds)
+    get_run_logger().info("CSR: %s vertices, %s arcs in %.3f s", f"{graph.value.n:,}", f"{graph.value.out.nnz:,}",
+                          graph.seconds)
     return graph
 
 
-@task(cache_policy=NO_CACHE)
-def breadth_first_search(graph: Timed, sources: np.ndarray, depth_limit: int | None) -> Timed:
-    """Direction-optimizing BFS from all sources at once (a BFSResult)."""
+def artifact_key(name: str, source_set: int | None) -> str:
+    """bfs-levels, or bfs-levels-source-set-2 for the third of several source sets."""
+    return name if source_set is None else f"{name}-source-set-{source_set}"
+
+
+def _label(source_set: int | None) -> str:
+    return "BFS" if source_set is None else f"BFS source set {source_set}"
+
+
+def direction_summary(steps: list[str]) -> str:
+    """'1,035 levels: 520 top-down, 515 bottom-up': the count of each kind of step, in order of
+    first use (the GPU's kinds carry their form: top-down/edge, top-down/fused, ...)."""
+    counts: dict[str, int] = {}
+    for step in steps:
+        counts[step] = counts.get(step, 0) + 1
+    kinds = ", ".join(f"{n:,} {kind}" for kind, n in counts.items())
+    return f"{len(steps):,} levels" + (f": {kinds}" if kinds else "")
+
+
+class StepLog:
+    """Wall-clock time of each reported step (a BFS level or a GPU batch of fused levels; a
+    Boruvka round), taken in the kernel's callback. Callbacks follow a device sync (the
+    frontier size or edge count is read back), so the intervals are the steps' real times."""
+
+    def __init__(self):
+        self.last = time.perf_counter()
+        self.rows: list[tuple] = []
+
+    def record(self, *values) -> None:
+        now = time.perf_counter()
+        self.rows.append((*values, now - self.last))
+        self.last = now
+
+
+# Markdown tables longer than this are grouped into ranges of consecutive levels (road networks
+# take ~1,000 levels; a grid 6,000): the table shows the search's shape, not every step.
+TABLE_ROWS = 100
+
+
+def bfs_levels_markdown(title: str, steps: list[str], rows: list[tuple], n: int) -> str:
+    """Level, direction, frontier size after the step and seconds, per reported step; ``rows``
+    are (last level of the step, frontier size, seconds) as recorded by StepLog."""
+    spans, previous = [], 0
+    for level, frontier, seconds in rows:  # a GPU batch of fused levels reports once
+        kinds = sorted(set(steps[previous:level])) or ["-"]
+        spans.append((previous + 1, level, "/".join(kinds), frontier, seconds))
+        previous = level
+    group = max(1, -(-len(spans) // TABLE_ROWS))
+    lines = [f"# {title}", "", f"{direction_summary(steps)} over {n:,} vertices; "
+             f"{sum(r[2] for r in rows):.4f} s in all."]
+    if group > 1:
+        lines.append(f"Each row covers {group} consecutive steps; frontier is the largest among them.")
+    lines += ["", "| levels | direction | frontier (vertices) | seconds |", "|---:|---|---:|---:|"]
+    for k in range(0, len(spans), group):
+        part = spans[k:k + group]
+        first, last = part[0][0], part[-1][1]
+        directions = {}
+        for _, _, kind, _, _ in part:
+            directions[kind] = directions.get(kind, 0) + 1
+        direction = ", ".join(kind if len(directions) == 1 else f"{c} {kind}" for kind, c in directions.items())
+        levels = f"{first:,}" if first == last else f"{first:,}-{last:,}"
+        lines.append(f"| {levels} | {direction} | {max(p[3] for p in part):,} | {sum(p[4] for p in part):.6f} |")
+    return "\n".join(lines)
+
+
+def msf_rounds_markdown(forest: MSFResult, rows: list[tuple], m: int, seconds: float) -> str:
+    """Round, edges still crossing components after it, seconds; ``rows`` as StepLog records
+    them ((rounds done, edges left, seconds))."""
+    lines = ["# Boruvka rounds", "",
+             f"{forest.rounds:,} rounds in {forest.bands:,} weight bands over {m:,} edges; "
+             f"{seconds:.4f} s in all (the sort of each band is counted in its first round).", "",
+             "| round | edges still crossing components | seconds |", "|---:|---:|---:|"]
+    lines += [f"| {r:,} | {left:,} | {sec:.6f} |" for r, left, sec in rows]
+    return "\n".join(lines)
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def breadth_first_search(graph: Timed, sources: np.ndarray, depth_limit: int | None,
+                         source_set: int | None = None) -> Timed:
+    """Direction-optimizing BFS from all sources at once (a BFSResult); publishes the per-level
+    table as a markdown artifact."""
     g: Graph = graph.value
-    progress = Progress("bfs-progress", g.out.nnz, f"BFS from {len(sources)} source(s) over {g.n} vertices")
+    label = _label(source_set)
+    progress = Progress(artifact_key("bfs-progress", source_set), g.out.nnz,
+                        f"{label} from {len(sources)} source(s) over {g.n:,} vertices")
     reached = [len(sources)]
+    steps = StepLog()
 
     def on_level(level, frontier):
+        steps.record(level, frontier)
         reached[0] += frontier
-        progress.update(100 * reached[0] / g.n, f"level {level}: frontier {frontier}, reached {reached[0]} of {g.n}")
+        progress.update(100 * reached[0] / g.n, f"level {level:,}: frontier {frontier:,}, reached {reached[0]:,} of {g.n:,}")
 
     with device_memory_guard("BFS", g.out.nnz):
         search = _timed(be.array_module(g.out.indptr), bfs, g, sources, depth_limit, on_level=on_level)
     r: BFSResult = search.value
-    progress.update(100, f"done: {r.levels} levels in {search.seconds:.3f} s", final=True)
-    get_run_logger().info("BFS: %d levels (%s) in %.3f s", r.levels, ",".join(r.steps), search.seconds)
+    progress.update(100, f"done: {r.levels:,} levels in {search.seconds:.3f} s", final=True)
+    create_markdown_artifact(
+        key=artifact_key("bfs-levels", source_set),
+        markdown=bfs_levels_markdown(f"{label}: levels", r.steps, steps.rows, g.n),
+        description=f"{label}: direction, frontier size and seconds per level",
+    )
+    get_run_logger().info("%s: %s, reached %s of %s vertices in %.3f s", label, direction_summary(r.steps),
+                          f"{reached[0]:,}", f"{g.n:,}", search.seconds)
     return search
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, persist_result=False)
 def spanning_forest(prepared: Timed) -> Timed:
-    """Boruvka minimum spanning forest (an MSFResult)."""
+    """Boruvka minimum spanning forest (an MSFResult); publishes the per-round table as a
+    markdown artifact."""
     e: EdgeList = prepared.value.edges
-    progress = Progress("msf-progress", e.m, f"Boruvka over {e.m} edges, {e.n} vertices")
+    progress = Progress("msf-progress", e.m, f"Boruvka over {e.m:,} edges, {e.n:,} vertices")
+    steps = StepLog()
 
     def on_round(rounds, edges_left):
-        progress.update(100 * (1 - edges_left / max(e.m, 1)), f"round {rounds}: {edges_left} edges still cross components")
+        steps.record(rounds, edges_left)
+        progress.update(100 * (1 - edges_left / max(e.m, 1)), f"round {rounds}: {edges_left:,} edges still cross components")
 
     with device_memory_guard("MSF", e.m):
         forest = _timed(be.array_module(e.src), minimum_spanning_forest, e, on_round=on_round)
     f: MSFResult = forest.value
     progress.update(100, f"done: {f.rounds} rounds in {forest.seconds:.3f} s", final=True)
-    get_run_logger().info(
-        "MSF: %d edges, %d trees, %d rounds in %d bands, %.3f s",
-        f.edges.shape[0], f.components, f.rounds, f.bands, forest.seconds,
-    )
+    create_markdown_artifact(key="msf-rounds", markdown=msf_rounds_markdown(f, steps.rows, e.m, forest.seconds),
+                             description="Boruvka: edges still crossing components and seconds per round")
+    get_run_logger().info("MSF: %s edges, %s trees, %d rounds in %d bands, %.3f s",
+                          f"{int(f.edges.shape[0]):,}", f"{f.components:,}", f.rounds, f.bands, forest.seconds)
     return forest
 
 
 def _report_markdown(title: str, report: dict, extra: dict) -> str:
-    lines = [f"# {title}", "", "| check | result | violations |", "|---|---|---|"]
+    lines = [f"# {title}", "", "| check | result | violations |", "|---|---|---:|"]
     for name, count in report.items():
-        lines.append(f"| {name} | {'pass' if count == 0 else 'FAIL'} | {count} |")
-    lines += ["", *[f"- {k}: {v}" for k, v in extra.items()]]
+        lines.append(f"| {name} | {'pass' if count == 0 else 'FAIL'} | {count:,} |")
+    lines += ["", *[f"- {k}: {v:,}" if isinstance(v, int) else f"- {k}: {v}" for k, v in extra.items()]]
     return "\n".join(lines)
 
 
-def _publish_report(kind: str, report: dict, extra: dict) -> None:
+def _publish_report(kind: str, label: str, key: str, report: dict, extra: dict, seconds: float) -> None:
     failed = {k: v for k, v in report.items() if v != 0}
     create_markdown_artifact(
-        key=f"{kind}-validation",
-        markdown=_report_markdown(f"{kind.upper()} validation: {'FAILED' if failed else 'passed'}", report, extra),
-        description=f"Independent verification of the {kind.upper()} result",
+        key=key,
+        markdown=_report_markdown(f"{label} validation: {'FAILED' if failed else 'passed'}", report, extra),
+        description=f"Independent verification of the {label} result",
     )
     if failed:
         detail = ", ".join(f"{k} ({v})" for k, v in failed.items())
-        raise ValidationFailed(f"{kind.upper()} result failed validation: {detail}; nothing was written")
-    get_run_logger().info("%s validation passed: %s", kind.upper(), ", ".join(report))
+        raise ValidationFailed(f"{label} result failed validation: {detail}; nothing was written")
+    get_run_logger().info("%s validation passed: %d checks in %.3f s", label, len(report), seconds)
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, persist_result=False)
 def validate_bfs(prepared: Timed, sources: np.ndarray, search: Timed, directed: bool,
-                 depth_limit: int | None) -> Timed:
+                 depth_limit: int | None, source_set: int | None = None) -> Timed:
     """Graph500's five rules on the raw edge list; fails the run on any violation."""
     e, result = prepared.value.edges, search.value
     start = time.perf_counter()
     report = verify_bfs(e.src, e.dst, e.n, sources, result.distance, result.predecessor, directed, depth_limit)
     seconds = time.perf_counter() - start
     reached = int((result.distance >= 0).sum())
-    _publish_report("bfs", report, {"sources": len(sources), "reached vertices": reached, "seconds": round(seconds, 4)})
+    _publish_report("bfs", _label(source_set), artifact_key("bfs-validation", source_set), report,
+                    {"sources": len(sources), "reached vertices": reached, "seconds": round(seconds, 4)}, seconds)
     return Timed(report, seconds)
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, persist_result=False)
 def validate_forest(prepared: Timed, forest: Timed) -> Timed:
     """Forest structure and minimality (cycle property; Kruskal's total for small graphs)."""
     e, chosen = prepared.value.edges, forest.value.edges
@@ -284,7 +388,7 @@ def validate_forest(prepared: Timed, forest: Timed) -> Timed:
         extra["Kruskal total weight"] = _reported_total(weight[ref_edges])
     seconds = time.perf_counter() - start
     extra["seconds"] = round(seconds, 4)
-    _publish_report("msf", report, extra)
+    _publish_report("msf", "MSF", "msf-validation", report, extra, seconds)
     return Timed(report, seconds)
 
 
@@ -340,33 +444,37 @@ def forest_table(table: EdgeTable, prepared: PreparedEdges, forest: MSFResult) -
 
 def _write(name: str, table: pa.Table, output: str) -> Timed:
     start = time.perf_counter()
-    paths = [str(p) for p in write_many({name: table}, output)]
-    get_run_logger().info("wrote %s", ", ".join(paths))
-    return Timed(paths, time.perf_counter() - start)
+    # absolute, as seen by the process that wrote them: the summary names them for the user
+    paths = [os.path.abspath(p) for p in write_many({name: table}, output)]
+    seconds = time.perf_counter() - start
+    get_run_logger().info("wrote %s (%s rows) in %.3f s", ", ".join(paths), f"{table.num_rows:,}", seconds)
+    return Timed(paths, seconds)
 
 
-@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE)
+@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False)
 def write_distances(loaded: Timed, prepared: Timed, search: Timed, output: str) -> Timed:
     """OUTPUT/bfs_distances.parquet, written atomically."""
     return _write("bfs_distances.parquet", bfs_table(loaded.value, prepared.value, search.value), output)
 
 
-@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE)
+@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False)
 def write_forest(loaded: Timed, prepared: Timed, forest: Timed, output: str) -> Timed:
     """OUTPUT/mst_edges.parquet, written atomically."""
     return _write("mst_edges.parquet", forest_table(loaded.value, prepared.value, forest.value), output)
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, persist_result=False)
 def summarize(loaded: Timed, prepared: Timed, graph: Timed | None = None, searches: list = (),
               source_sets: list = (), forest: Timed | None = None, checks: list = (),
               writes: list = ()) -> dict:
-    """The run's figures, small enough to return to the flow: sizes, BFS levels and GTEPS
-    (Graph500: input edges inside the searched component, per second), Boruvka rounds and
-    edges/s, and the seconds of every stage."""
+    """The run's figures, small enough to return to the flow (plain numbers and strings: it is
+    the flow's persisted result): sizes, BFS levels per source set and GTEPS (Graph500: input
+    edges inside the searched component, per second), the forest's size and weight, Boruvka
+    rounds and edges/s, and the seconds of every stage. It runs only once every validation
+    passed."""
     table, p = loaded.value, prepared.value
-    summary = {"input": table.path, "backend": p.backend, "device": p.device, "vertices": p.edges.n,
-               "edges": table.rows, "self_loops_dropped": p.self_loops}
+    summary = {"input": os.path.abspath(table.path), "backend": p.backend, "device": p.device,
+               "vertices": p.edges.n, "edges": table.rows, "self_loops_dropped": p.self_loops}
     seconds = {"load": loaded.seconds, "prepare": prepared.seconds}
     if searches:
         traversed = sum(int((s.value.distance[p.edges.src] >= 0).sum()) for s in searches)
@@ -381,22 +489,71 @@ def summarize(loaded: Timed, prepared: Timed, graph: Timed | None = None, search
     if forest is not None:
         f = forest.value
         summary.update({
-            "forest_edges": int(f.edges.shape[0]), "components": f.components, "rounds": f.rounds,
+            "forest_edges": int(f.edges.shape[0]), "forest_weight": float(p.edges.weight[f.edges].sum()),
+            "components": f.components, "rounds": f.rounds,
             "edges_per_second": round(table.rows / forest.seconds) if forest.seconds > 0 else None,
         })
         seconds["msf"] = forest.seconds
     seconds.update(validate=sum(c.seconds for c in checks), write=sum(w.seconds for w in writes))
     summary.update({f"{stage}_seconds": round(s, 4) for stage, s in seconds.items()})
+    summary["validation"] = "passed"
     summary["outputs"] = [path for w in writes for path in w.value]
     return summary
 
 
-@task(cache_policy=NO_CACHE)
+def _number(x) -> str:
+    """Thousands separators; floats without trailing zeros, scientific when very large or small."""
+    if isinstance(x, int):
+        return f"{x:,}"
+    if x != 0 and (abs(x) >= 1e15 or abs(x) < 1e-4):
+        return f"{x:.6g}"
+    return f"{x:,.6f}".rstrip("0").rstrip(".")
+
+
+STAGE_NAMES = {"prepare": "renumber", "csr": "CSR build", "bfs": "BFS", "msf": "MSF", "validate": "validation"}
+
+
+def summary_rows(summary: dict) -> list[dict]:
+    """The summary as (quantity, value) rows with units, in the order a reader asks."""
+    s, rows = summary, []
+
+    def row(quantity, value):
+        rows.append({"quantity": quantity, "value": value})
+
+    row("validation", s["validation"])
+    row("input", s["input"])
+    row("vertices", _number(s["vertices"]))
+    row("edges", f"{_number(s['edges'])} input rows ({_number(s['self_loops_dropped'])} self-loops dropped)")
+    if "forest_edges" in s:
+        row("components", _number(s["components"]))
+        row("forest", f"{_number(s['forest_edges'])} edges, total weight {_number(s['forest_weight'])}")
+        row("Boruvka", f"{_number(s['rounds'])} rounds, {_number(s['edges_per_second'] or 0)} edges/s")
+    if "levels" in s:
+        several = s["source_sets"] > 1
+        for k, (levels, reached) in enumerate(zip(s["levels"], s["reached"])):
+            where = f" (source set {k})" if several else ""
+            row(f"BFS{where}", f"{_number(levels)} levels, reached {_number(reached)} of {_number(s['vertices'])} vertices")
+        row("BFS rate", f"{s['gteps'] or 0:.4g} GTEPS ({_number(s['sources'])} sources in {_number(s['source_sets'])} searches)")
+    for key in [k for k in s if k.endswith("_seconds")]:
+        stage = key.removesuffix("_seconds")
+        row(f"{STAGE_NAMES.get(stage, stage)} time", f"{s[key]:,.3f} s")
+    row("backend", f"{s['backend']} on {s['device']}")
+    for path in s["outputs"]:
+        row("output", path)
+    return rows
+
+
 def publish_summary(kind: str, summary: dict) -> None:
-    """The run's summary as a table artifact (and a log line)."""
-    create_table_artifact(
-        key=f"{kind}-summary",
-        table=[{"metric": k, "value": str(v)} for k, v in summary.items()],
-        description=f"{kind} run summary",
-    )
-    get_run_logger().info("summary: %s", summary)
+    """The run's summary as a table artifact. Called by the flow itself, not a task, so that the
+    artifact belongs to the flow run and opens its Artifacts tab."""
+    create_table_artifact(key=f"{kind}-summary", table=summary_rows(summary),
+                          description=f"{kind} run: what it read, computed, checked and wrote")
+
+
+def publish_failure(kind: str, input: str, error: BaseException) -> None:
+    """A failed run's summary: what failed and why, in place of the figures."""
+    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    rows = [{"quantity": "validation", "value": "FAILED" if isinstance(error, ValidationFailed) else "not reached"},
+            {"quantity": "input", "value": os.path.abspath(input)},
+            {"quantity": "error", "value": message}]
+    create_table_artifact(key=f"{kind}-summary", table=rows, description=f"{kind} run FAILED: {message}")

@@ -70,7 +70,7 @@ def test_worker_killed_mid_task_is_retried_and_outputs_are_identical(tmp_path, v
     graph = str(realgraphs_dir() / "rome99.parquet")
     undisturbed = mst_flow.with_options(task_runner=task_runner("threads"))(graph, output=str(tmp_path / "calm"))
     marker = tmp_path / "killed"
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster) as client:
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
         client.register_plugin(KillWorkerOnce(str(marker), victim))
         state = mst_flow.with_options(task_runner=task_runner(address=cluster.scheduler_address))(
             graph, output=str(tmp_path / "killed-run"), return_state=True)
@@ -99,7 +99,7 @@ def test_bad_input_on_dask_workers_fails_the_flow_with_the_tasks_own_message(tmp
 
 def test_flows_import_anywhere_and_choose_their_runner_when_they_run(monkeypatch):
     """Importing a flow builds no cluster and imports no dask_cuda (it fails without a GPU);
-    the runner follows the arguments, then the environment. The imports are checked in a fresh
+    the runner follows the arguments, then the environment, and is threads by default. The imports are checked in a fresh
     interpreter: in this one an earlier GPU test may have imported dask_cuda already."""
     import subprocess
     import sys
@@ -115,11 +115,11 @@ def test_flows_import_anywhere_and_choose_their_runner_when_they_run(monkeypatch
         cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=120)
     assert fresh.returncode == 0, fresh.stderr or "importing the flows imported dask_cuda"
     monkeypatch.delenv("GRAPH_TASK_RUNNER", raising=False)
-    default = task_runner()
-    assert isinstance(default, DaskTaskRunner) and default.cluster_class is local_cluster and default.address is None
-    assert isinstance(task_runner("threads"), ThreadPoolTaskRunner)
+    assert isinstance(task_runner(), ThreadPoolTaskRunner)
+    local = task_runner("dask")
+    assert isinstance(local, DaskTaskRunner) and local.cluster_class is local_cluster and local.address is None
     monkeypatch.setenv("GRAPH_DASK_ADDRESS", "tcp://10.1.2.3:8786")
-    assert task_runner().address == "tcp://10.1.2.3:8786"
+    assert task_runner().address == "tcp://10.1.2.3:8786"  # an address in the environment means Dask
     assert isinstance(task_runner("threads"), ThreadPoolTaskRunner)  # the argument beats the environment
     assert task_runner("threads", "tcp://10.9.9.9:8786").address == "tcp://10.9.9.9:8786"
     with pytest.raises(ValueError, match="unknown task runner 'processes'"):

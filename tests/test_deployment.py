@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -27,11 +26,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def prefect(env, *args, timeout=180, cwd=ROOT):
+def prefect(env, *args, timeout=180, cwd=ROOT, both=False):
     done = subprocess.run([sys.executable, "-m", "prefect", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"prefect {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
-    return done.stdout
+    return done.stdout + done.stderr if both else done.stdout
 
 
 def api(url, path, body=None):
@@ -85,25 +84,34 @@ def test_deploy_from_prefect_yaml_and_run_on_a_process_worker(server, tmp_path):
 
     flows = {f["id"]: f["name"] for f in api(url, "/flows/filter", {})}
     deployments = {f"{flows[d['flow_id']]}/{d['name']}": d for d in api(url, "/deployments/filter", {})}
-    assert sorted(deployments) == ["bfs/nightly", "mst/nightly", "pipeline/nightly"]
+    assert sorted(deployments) == ["bfs/bfs-nightly", "mst/mst-nightly", "pipeline/pipeline-nightly"]
     crons = {spec["entrypoint"].split("/")[1].split(".")[0]: spec["schedules"][0]["cron"]
              for spec in yaml.safe_load(yaml_before)["deployments"]}
     for name, d in deployments.items():
+        flow = name.split("/")[0]
         assert d["work_pool_name"] == POOL
-        assert [s["schedule"]["cron"] for s in d["schedules"]] == [crons[name.split("/")[0]]]
+        assert [s["schedule"]["cron"] for s in d["schedules"]] == [crons[flow]]
+        assert set(d["tags"]) == {"graph", flow, "nightly"}
+        # the UI's run form shows each parameter's description and offers the backends
+        properties = d["parameter_openapi_schema"]["properties"]
+        assert all(p.get("description") for p in properties.values()), name
+        assert {"enum": ["auto", "numpy", "cupy"], "type": "string"} in properties["backend"]["anyOf"]
 
     output = tmp_path / "out"
     params = {"input": "data/graph.parquet", "source_sets": [["0"], ["3", "5"]], "source": None,
               "output": str(output)}
-    run = prefect(env, "deployment", "run", "pipeline/nightly", "--params", json.dumps(params))
+    run = prefect(env, "deployment", "run", "pipeline/pipeline-nightly", "--params", json.dumps(params))
     flow_run_id = next(line.split()[-1] for line in run.splitlines() if "UUID" in line)
 
-    worker_env = {**env, "GRAPH_DASK_WORKERS": "2", "GRAPH_PROGRESS_MIN_EDGES": "0"}
-    prefect(worker_env, "worker", "start", "--pool", POOL, "--run-once", timeout=600)
+    # tasks on Dask workers the run starts, as a deployment on a GPU node would be configured
+    worker_env = {**env, "GRAPH_TASK_RUNNER": "dask", "GRAPH_DASK_WORKERS": "2", "GRAPH_PROGRESS_MIN_EDGES": "0"}
+    worker_log = prefect(worker_env, "worker", "start", "--pool", POOL, "--run-once", timeout=600, both=True)
+    assert "Traceback" not in worker_log and "CommClosedError" not in worker_log, worker_log
 
     flow_run = api(url, f"/flow_runs/{flow_run_id}")
     assert flow_run["state"]["type"] == "COMPLETED", flow_run["state"]
     assert flow_run["parameters"]["source_sets"] == [["0"], ["3", "5"]]
+    assert flow_run["name"] == "pipeline-graph" and {"graph", "pipeline", "nightly"} <= set(flow_run["tags"])
 
     forest = pq.read_table(output / "mst_edges.parquet")
     assert forest.num_rows == 5 and sum(forest["weight"].to_pylist()) == 13
@@ -112,13 +120,16 @@ def test_deploy_from_prefect_yaml_and_run_on_a_process_worker(server, tmp_path):
         assert distances.column_names == ["vertex", "distance", "predecessor"] and distances.num_rows == 6
 
     artifacts = api(url, "/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [flow_run_id]}}})
-    keys = {(a["key"], a["type"]) for a in artifacts}
-    assert {("pipeline-summary", "table"), ("bfs-validation", "markdown"), ("msf-validation", "markdown"),
-            ("bfs-progress", "progress"), ("msf-progress", "progress")} <= keys
+    keys = {(a["key"], a["type"], a["task_run_id"] is None) for a in artifacts if a["type"] is not None}
+    per_set = {(f"bfs-{kind}-source-set-{k}", kind_type, False) for k in range(2)
+               for kind, kind_type in (("levels", "markdown"), ("validation", "markdown"), ("progress", "progress"))}
+    assert keys == {("pipeline-summary", "table", True), ("msf-validation", "markdown", False),
+                    ("msf-rounds", "markdown", False), ("msf-progress", "progress", False)} | per_set
     summary = next(json.loads(a["data"]) if isinstance(a["data"], str) else a["data"]
                    for a in artifacts if a["key"] == "pipeline-summary")
-    metrics = {row["metric"]: row["value"] for row in summary}
-    for metric in ("vertices", "edges", "components", "levels", "rounds", "csr_seconds", "bfs_seconds",
-                   "msf_seconds", "gteps", "backend", "device"):
-        assert metric in metrics, metric
+    values = {row["quantity"]: row["value"] for row in summary}
+    assert values["validation"] == "passed" and values["forest"] == "5 edges, total weight 13"
+    assert [row["value"] for row in summary if row["quantity"] == "output"] == [
+        str(output / "source-set-0" / "bfs_distances.parquet"), str(output / "source-set-1" / "bfs_distances.parquet"),
+        str(output / "mst_edges.parquet")]
     assert all(a["data"] == 100 for a in artifacts if a["type"] == "progress")

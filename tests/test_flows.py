@@ -161,3 +161,36 @@ def test_cli_process_exit_codes_and_one_line_errors(tmp_path):
     assert bad.returncode == 1
     assert bad.stderr.strip().splitlines() == [f"error: {tmp_path / 'missing.parquet'}: input not found"]
     assert not (tmp_path / "o2").exists()
+
+
+def test_flow_called_from_a_script_without_main_guard_completes(tmp_path):
+    """A plain script calls a flow at module level, with no server configured: Prefect starts
+    one temporary server, the run completes once, and nothing re-runs the script."""
+    script = tmp_path / "nightly.py"
+    script.write_text("from flows.mst import mst_flow\n"
+                      f"summary = mst_flow({str(ROOT / 'data' / 'graph.parquet')!r}, output={str(tmp_path / 'out')!r})\n"
+                      "print('forest weight', summary['forest_weight'])\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GRAPH_"))}
+    env.update(PREFECT_HOME=str(tmp_path / "home"), PYTHONPATH=str(ROOT), PREFECT_LOGGING_LEVEL="INFO")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == ["forest weight 13.0"]
+    assert done.stderr.count("Starting temporary server") == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "home" / "prefect.db") as db:
+        runs = db.execute("SELECT name, state_type FROM flow_run").fetchall()
+    assert runs == [("mst-graph", "COMPLETED")]
+    assert pq.read_table(tmp_path / "out" / "mst_edges.parquet").num_rows == 5
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
+def test_output_files_are_as_readable_as_the_umask_says(tmp_path, umask, mode):
+    previous = os.umask(umask)
+    try:
+        mst_flow(seed_file(tmp_path), output=str(tmp_path / "o"))
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "o" / "mst_edges.parquet").stat().st_mode & 0o777 == mode

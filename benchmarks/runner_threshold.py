@@ -1,0 +1,82 @@
+"""Where Dask workers start to pay: the command line's `auto` runner threshold.
+
+    python -m benchmarks.runner_threshold --scale 14 --scale 16 --scale 18 --scale 20 --json FILE
+
+For each Kronecker scale (Graph500 generator, written to Parquet untimed) times
+`python -m flows.pipeline GRAPH --source-set A --source-set B` as a subprocess (two searches and
+the forest: the work a Dask cluster can spread) with `--runner threads` and with `--runner dask`
+(a LocalCluster the run starts: GRAPH_DASK_WORKERS, default min(4, cores)), against one running
+`prefect server` started here. Median of --repeat runs. Appends one record per scale to FILE;
+the smallest graph on which Dask was faster is where flows.runners.DASK_MIN_EDGES belongs.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from benchmarks.cli_startup import start_server
+from benchmarks.harness import append_records, machine
+
+
+def timed(env: dict, argv: list[str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "flows.pipeline", *argv], env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: exit {done.returncode}\n{done.stderr}")
+    return seconds
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.runner_threshold", description=__doc__.split("\n")[1])
+    p.add_argument("--scale", type=int, action="append", required=True, help="Kronecker scale (repeat)")
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--json", required=True)
+    args = p.parse_args(argv)
+    from data.generators import kronecker
+
+    work = tempfile.mkdtemp(prefix="runner-threshold-")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GRAPH_"))}
+    env.update(PREFECT_HOME=os.path.join(work, "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    server, url = start_server(env)
+    env["PREFECT_API_URL"] = url
+    records = []
+    try:
+        for scale in args.scale:
+            src, dst, weight = kronecker(np, scale)
+            graph = os.path.join(work, f"kron{scale}.parquet")
+            pq.write_table(pa.table({"src": src, "dst": dst, "weight": weight}), graph)
+            sources = ["--source-set", str(int(src[0])), "--source-set", str(int(src[1]))]
+            seconds = {}
+            for runner in ("threads", "dask"):
+                run = [graph, *sources, "--runner", runner, "--output", os.path.join(work, runner)]
+                seconds[runner] = statistics.median(timed(env, run) for _ in range(args.repeat))
+            record = {"algo": "runner-threshold", "graph": f"kron:{scale}", "edges": int(src.shape[0]),
+                      "flow": "pipeline, 2 source sets", **{f"{k}_seconds": round(v, 2) for k, v in seconds.items()},
+                      "dask_workers": int(os.environ.get("GRAPH_DASK_WORKERS") or min(4, os.cpu_count() or 1)),
+                      "repeat": args.repeat, "load_average": [round(x, 2) for x in os.getloadavg()],
+                      "machine": machine("numpy"), "date": datetime.date.today().isoformat(),
+                      "command": " ".join(["python -m benchmarks.runner_threshold",
+                                           *(argv if argv is not None else sys.argv[1:])])}
+            print(record, flush=True)
+            records.append(record)
+            os.remove(graph)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    append_records(args.json, records)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

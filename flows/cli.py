@@ -1,0 +1,381 @@
+"""The command line of the three flows: ``python -m flows.mst|bfs|pipeline INPUT ...``.
+
+Arguments and the input path are checked before Prefect, Dask or pyarrow is imported, so
+``--help`` and a mistyped path answer at once; every argument error is one ``error:`` line on
+stderr and exit 1, like every other failure. When no Prefect server is configured, the
+temporary server the run needs is started first, so that it boots while this process imports
+Prefect and the flow; it is stopped when the command ends. Where the tasks run: ``--runner``,
+else $GRAPH_TASK_RUNNER, else ``auto`` (threads for small graphs, Dask above
+flows.runners.DASK_MIN_EDGES edges).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+DESCRIPTIONS = {
+    "mst": "Minimum spanning forest of a Parquet edge list, written to OUTPUT/mst_edges.parquet.",
+    "bfs": "Breadth-first search distances from one or more sources of a Parquet edge list, written "
+           "to OUTPUT/bfs_distances.parquet (OUTPUT/source-set-K/ per --source-set).",
+    "pipeline": "BFS distances and the minimum spanning forest of one Parquet edge list, with one ingest; "
+                "both files are written once every result is verified.",
+}
+EPILOG = ("On failure: one line 'error: ...' on stderr and exit 1; interrupted: exit 130. "
+          "Without PREFECT_API_URL a temporary Prefect server is started for the run; "
+          "'prefect server start --background' keeps one between runs (see the README).")
+
+
+class UsageError(Exception):
+    """A command-line argument or the input path is wrong: reported before anything runs."""
+
+
+class Parser(argparse.ArgumentParser):
+    def __init__(self, **kwargs):
+        super().__init__(allow_abbrev=False, **kwargs)  # --out is not taken for --output
+
+    def error(self, message: str):  # argparse would print the usage and exit 2
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+    def parse_args(self, args=None, namespace=None):
+        # an unknown option is named first: argparse would report a missing required
+        # argument instead when the unknown one was a misspelt --source
+        args = sys.argv[1:] if args is None else list(args)
+        options = args[:args.index("--")] if "--" in args else args
+        unknown = [a for a in options if a.startswith("-") and not _is_number(a)
+                   and a.split("=", 1)[0] not in self._option_string_actions]
+        if unknown:
+            self.error(f"unrecognized arguments: {' '.join(unknown)}")
+        return super().parse_args(args, namespace)
+
+
+def _is_number(text: str) -> bool:  # a negative vertex id is a value, not an option
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _depth(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of levels >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of levels >= 0, got {text!r}")
+    return value
+
+
+def _id_list(text: str) -> list[str]:
+    ids = [part.strip() for part in text.split(",") if part.strip()]
+    if not ids:
+        raise argparse.ArgumentTypeError(f"empty source set {text!r}")
+    return ids
+
+
+def build_parser(kind: str) -> Parser:
+    parser = Parser(prog=f"python -m flows.{kind}", description=DESCRIPTIONS[kind], epilog=EPILOG)
+    parser.add_argument("input", help="Parquet file or directory of Parquet files (one edge per row)")
+    parser.add_argument("--output", metavar="DIR", help="output directory (default: output/<input stem>/)")
+    parser.add_argument("--src-col", default="src", metavar="C", help="source vertex column (default: src)")
+    parser.add_argument("--dst-col", default="dst", metavar="C", help="destination vertex column (default: dst)")
+    if kind != "bfs":
+        parser.add_argument("--weight-col", default="weight", metavar="C", help="edge weight column (default: weight)")
+    if kind != "mst":
+        sources = parser.add_mutually_exclusive_group(required=True)
+        sources.add_argument("--source", action="append", metavar="ID",
+                             help="BFS source vertex id (repeat: one search from all of them)")
+        sources.add_argument("--source-set", action="append", metavar="ID,ID,...", type=_id_list,
+                             help="a separate search from these ids (repeat: one search and one "
+                                  "output directory OUTPUT/source-set-K per set, run in parallel)")
+        parser.add_argument("--directed", action="store_true", help="follow edges src -> dst only")
+        parser.add_argument("--depth-limit", type=_depth, default=None, metavar="N", help="stop after N levels")
+    parser.add_argument("--backend", choices=["auto", "numpy", "cupy"], default=None,
+                        help="compute backend (default: $GRAPH_BACKEND, else auto: cupy when a GPU is usable)")
+    parser.add_argument("--runner", choices=["auto", "dask", "threads"], default=None,
+                        help="where tasks run: threads of this process, Dask workers of this machine "
+                             "(GPU workers when there is a GPU), or auto: threads below "
+                             "$GRAPH_DASK_MIN_EDGES (default 16,000,000) input edges, Dask above "
+                             "(default: $GRAPH_TASK_RUNNER, else auto)")
+    parser.add_argument("--dask-address", metavar="URL",
+                        help="run tasks on a running Dask cluster, e.g. tcp://host:8786 ($GRAPH_DASK_ADDRESS)")
+    parser.add_argument("--verbose", action="store_true", help="show Prefect's log on the terminal")
+    return parser
+
+
+def parameters(kind: str, args: argparse.Namespace) -> dict:
+    params = dict(input=args.input, output=args.output, src_col=args.src_col, dst_col=args.dst_col,
+                  backend=args.backend)
+    if kind != "bfs":
+        params["weight_col"] = args.weight_col
+    if kind != "mst":
+        params.update(source=args.source, source_sets=args.source_set, directed=args.directed,
+                      depth_limit=args.depth_limit)
+    return params
+
+
+def check(args: argparse.Namespace) -> str:
+    """Checks that need no import; returns the runner kind asked for."""
+    if not os.path.exists(args.input):
+        raise UsageError(f"{args.input}: input not found")
+    kind = args.runner or os.environ.get("GRAPH_TASK_RUNNER")
+    if not kind:  # a cluster's address means that cluster; otherwise the input's size decides
+        kind = "dask" if args.dask_address or os.environ.get("GRAPH_DASK_ADDRESS") else "auto"
+    if kind not in ("auto", "dask", "threads"):
+        raise UsageError(f"GRAPH_TASK_RUNNER={kind}: choose auto, dask or threads")
+    return kind
+
+
+def run_command(kind: str):
+    """``python -m flows.<kind>``: main(), then Prefect's exit handlers (they send the run's last
+    logs and events), then exit without the interpreter's teardown of every module, which took
+    0.3-0.5 s after each run here once Prefect was imported (a fifth of a run against a running
+    server). --help and argument errors leave through SystemExit as usual."""
+    import atexit
+
+    code = main(kind)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
+def main(kind: str, argv=None) -> int:
+    """Parse and check the arguments, run the flow, print what it wrote. Exit status: 0 done,
+    1 failed (one line on stderr), 130 interrupted."""
+    try:
+        args = build_parser(kind).parse_args(argv)
+        runner_kind = check(args)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    handlers = {signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
+    _signals_received.clear()
+    server = None
+    params = parameters(kind, args)
+    try:
+        if not _api_url_configured_outside_prefect():
+            server = TemporaryServer()  # boots while the imports below run
+        return _run(kind, args, params, runner_kind, server)
+    except BaseException as exc:
+        if _interrupted(exc):
+            _remove_temporaries(params)
+            print("interrupted: no partial file was left", file=sys.stderr)
+            return 130
+        if not isinstance(exc, Exception):
+            raise
+        # every failure becomes one line; the traceback is in Prefect's log
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 1
+    finally:
+        if server is not None:
+            server.stop()
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+
+def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServer | None) -> int:
+    import importlib
+
+    from prefect import tags
+    from prefect.logging.handlers import PrefectConsoleHandler
+    from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    from flows.common import TAGS
+    from flows.runners import resolve_auto, task_runner
+
+    configured = PREFECT_API_URL.value()
+    if configured and server is not None:  # configured where only Prefect looks (prefect.toml, .env)
+        server.stop()
+        server = None
+    flow = getattr(importlib.import_module(f"flows.{kind}"), f"{kind}_flow")
+    environment = {}
+    if not args.verbose:
+        # Dask worker processes configure Prefect's logging from this variable when they start
+        environment["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "CRITICAL"
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, PrefectConsoleHandler):
+                handler.setLevel(logging.CRITICAL + 1)
+    runner = task_runner(resolve_auto(runner_kind, args.input), args.dask_address)
+    # a command-line run is watched by its caller: no heartbeat thread (it costs ~1 s per run)
+    settings = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+    if server is not None:
+        settings[PREFECT_API_URL] = environment["PREFECT_API_URL"] = server.wait()
+    with temporary_settings(updates=settings), _environment(environment), tags(*TAGS, kind, "cli"):
+        state = flow.with_options(task_runner=runner)(**params, return_state=True)
+        if server is not None:  # (an interrupted run raised above: Ctrl-C does not wait for this)
+            _drain_to_api()
+        summary = state.result()  # raises the run's error
+    print(describe(kind, summary))
+    for path in summary["outputs"]:
+        print(f"wrote {path}")
+    if configured:
+        from prefect.settings import PREFECT_UI_URL
+
+        print(f"run: {PREFECT_UI_URL.value()}/runs/flow-run/{state.state_details.flow_run_id}")
+    return 0
+
+
+def _drain_to_api(seconds: float = 10) -> None:
+    """Send the logs and events still queued in this process before the temporary server stops
+    (Prefect would send them at exit, to a server already gone)."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (APILogWorker, EventsWorker):
+        worker.drain_all(timeout=seconds)
+
+
+def describe(kind: str, s: dict) -> str:
+    """One line for the terminal: what was computed and that it was checked."""
+    parts = [f"{s['vertices']:,} vertices, {s['edges']:,} edges"]
+    if "levels" in s:
+        parts.append("BFS " + ", ".join(f"{n:,} levels" for n in s["levels"]))
+    if "forest_edges" in s:
+        parts.append(f"forest of {s['forest_edges']:,} edges, weight {s['forest_weight']:,.6g}, "
+                     f"{s['components']:,} component{'s' if s['components'] != 1 else ''}")
+    return f"{kind}: {'; '.join(parts)}; validation {s['validation']} ({s['total_seconds']:.2f} s)"
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    if not text:
+        return type(exc).__name__
+    lines = [line.strip(" -") for line in text.splitlines() if line.strip()]
+    if type(exc).__name__ == "ParameterTypeError":  # "invalid parameters:" + one line per parameter
+        return "invalid parameters: " + "; ".join(lines[1:])
+    return lines[0]
+
+
+def _remove_temporaries(params: dict) -> None:
+    """The run's processes are gone: what they were writing is a stale temporary file."""
+    from flows.common import default_output
+    from tasks.edges_io import remove_stale_temporaries
+
+    output = Path(params["output"] or default_output(params["input"]))
+    if output.is_dir():
+        for directory in (output, *output.glob("source-set-*")):
+            remove_stale_temporaries(directory)
+
+
+def _api_url_configured_outside_prefect() -> bool:
+    """Whether PREFECT_API_URL is set in the environment or in the active profile, read without
+    importing Prefect (2-3 s). Prefect's own answer, which also reads prefect.toml and .env, is
+    checked once it is imported; this one only decides whether to start a server early."""
+    if os.environ.get("PREFECT_API_URL"):
+        return True
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: let Prefect decide, after its import
+        return True
+    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    try:
+        with open(home / "profiles.toml", "rb") as f:
+            profiles = tomllib.load(f)
+    except (OSError, ValueError):
+        return False
+    active = os.environ.get("PREFECT_PROFILE") or profiles.get("active", "ephemeral")
+    return bool(profiles.get("profiles", {}).get(active, {}).get("PREFECT_API_URL"))
+
+
+class TemporaryServer:
+    """A Prefect API server for this command only (no UI, no background services), on a free
+    port of 127.0.0.1, with the same database as Prefect's own temporary server. Started as a
+    process at once; ``wait`` returns its API URL once it answers. This process and the Dask
+    workers it starts use it, so no process starts a second one."""
+
+    STARTUP_SECONDS = 120
+
+    def __init__(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/api"
+        self.log = tempfile.TemporaryFile()
+        # the command Prefect runs for its own temporary server (prefect.server.api.server)
+        env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
+               "PREFECT__SERVER_FINAL": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app",
+             "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "error", "--lifespan", "on"],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log,
+            start_new_session=True,  # Ctrl-C reaches the command, which stops the server itself
+        )
+
+    def wait(self) -> str:
+        deadline = time.monotonic() + self.STARTUP_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self.log.seek(0)
+                lines = self.log.read().decode(errors="replace").strip().splitlines()
+                raise RuntimeError(f"the temporary Prefect server exited with code {self.process.returncode}"
+                                   + (f": {lines[-1]}" if lines else ""))
+            try:
+                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        return self.url
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"the temporary Prefect server did not answer within {self.STARTUP_SECONDS} s")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+@contextmanager
+def _environment(values: dict):
+    """Variables that processes started meanwhile (Dask workers) inherit; restored after, so a
+    caller of main() in the same process (tests) keeps its own environment."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+_signals_received: list[int] = []
+
+
+def _interrupt(signum, frame):
+    # SIGTERM unwinds like Ctrl-C. The signal is also noted because the KeyboardInterrupt can
+    # surface wrapped in another exception (e.g. raised inside Prefect's pydantic serializer).
+    _signals_received.append(signum)
+    raise KeyboardInterrupt
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Did the run end because of SIGINT or SIGTERM? During a flow run Prefect replaces the
+    SIGTERM handler with its own (TerminationSignal), and either exception can arrive wrapped,
+    as text only (seen: inside pydantic's serializer), hence the names are looked for too."""
+    if _signals_received:
+        return True
+    while exc is not None:
+        if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "TerminationSignal":
+            return True
+        if "KeyboardInterrupt" in str(exc) or "TerminationSignal" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False

@@ -1,0 +1,151 @@
+"""The command line: argument errors, --help and the input path (answered before Prefect is
+imported), the runner chosen by the input's size, and the temporary server of a run without
+one configured."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from flows import bfs as bfs_cli
+from flows import mst as mst_cli
+from flows import pipeline as pipeline_cli
+from flows.runners import edge_count, local_workers, resolve_auto
+from kernels import backend as be
+from tests.conftest import ROOT
+
+SAMPLE = str(ROOT / "data" / "graph.parquet")
+
+
+@pytest.mark.parametrize("main, argv, expected", [
+    (bfs_cli.main, [SAMPLE, "--source", "0", "--depth-limit", "2.5"],
+     "argument --depth-limit: expected a whole number of levels >= 0, got '2.5'"),
+    (bfs_cli.main, [SAMPLE, "--source", "0", "--depth-limit", "-1"],
+     "argument --depth-limit: expected a whole number of levels >= 0, got '-1'"),
+    (bfs_cli.main, [SAMPLE, "--sorce", "0"], "unrecognized arguments: --sorce"),
+    (mst_cli.main, [SAMPLE, "--out", "x"], "unrecognized arguments: --out"),
+    (mst_cli.main, [SAMPLE, "extra.parquet"], "unrecognized arguments: extra.parquet"),
+    (mst_cli.main, [], "the following arguments are required: input"),
+    (bfs_cli.main, [SAMPLE], "one of the arguments --source --source-set is required"),
+    (bfs_cli.main, [SAMPLE, "--source", "0", "--source-set", "1"], "not allowed with argument"),
+    (pipeline_cli.main, [SAMPLE, "--source-set", " , "], "empty source set"),
+    (mst_cli.main, [SAMPLE, "--backend", "gpu"], "argument --backend: invalid choice: 'gpu'"),
+    (mst_cli.main, [SAMPLE, "--runner", "processes"], "argument --runner: invalid choice: 'processes'"),
+    (mst_cli.main, ["no/such/graph.parquet"], "no/such/graph.parquet: input not found"),
+], ids=["fractional-depth", "negative-depth", "misspelt-option", "abbreviated-option", "extra-positional",
+        "no-input", "no-source", "source-and-source-set", "empty-source-set", "unknown-backend",
+        "unknown-runner", "missing-input"])
+def test_argument_errors_are_one_line_and_exit_1(main, argv, expected, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing may be written, not even output/
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert out == "" and len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_runner_from_the_environment_is_checked_too(capsys, monkeypatch):
+    monkeypatch.setenv("GRAPH_TASK_RUNNER", "process")
+    assert mst_cli.main([SAMPLE]) == 1
+    assert capsys.readouterr().err.strip() == "error: GRAPH_TASK_RUNNER=process: choose auto, dask or threads"
+
+
+def _in_fresh_process(argv: list[str]) -> subprocess.CompletedProcess:
+    """flows.cli.main in a new interpreter; prints which heavy modules it imported."""
+    code = ("import sys\nfrom flows.cli import main\ntry:\n    code = main('mst', sys.argv[1:])\n"
+            "except SystemExit as exc:\n    code = exc.code\n"
+            "print('imported:', sorted(m for m in ('prefect', 'dask', 'distributed', 'pyarrow') if m in sys.modules))\n"
+            "sys.exit(code)")
+    return subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_help_and_a_missing_input_answer_before_prefect_is_imported(tmp_path):
+    help_run = _in_fresh_process(["--help"])
+    assert help_run.returncode == 0
+    assert "Minimum spanning forest of a Parquet edge list" in help_run.stdout
+    assert "imported: []" in help_run.stdout
+    missing = _in_fresh_process([str(tmp_path / "nope.parquet")])
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == f"error: {tmp_path / 'nope.parquet'}: input not found"
+    assert "imported: []" in missing.stdout
+
+
+def test_python_m_help_describes_each_command():
+    for kind in ("mst", "bfs", "pipeline"):
+        done = subprocess.run([sys.executable, "-m", f"flows.{kind}", "--help"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        description = done.stdout.split("\n\n")[1]
+        assert description.strip(), done.stdout
+        assert "--runner {auto,dask,threads}" in done.stdout
+
+
+def test_auto_runner_follows_the_edge_count_in_the_footers(tmp_path, monkeypatch):
+    pq.write_table(pa.table({"src": [0, 1, 2], "dst": [1, 2, 0]}), tmp_path / "one.parquet")
+    (tmp_path / "dataset").mkdir()
+    for k in range(3):
+        pq.write_table(pa.table({"src": [k, k + 1], "dst": [k + 1, k + 2]}), tmp_path / "dataset" / f"part-{k}.parquet")
+    assert edge_count(str(tmp_path / "one.parquet")) == 3
+    assert edge_count(str(tmp_path / "dataset")) == 6
+    monkeypatch.setenv("GRAPH_DASK_MIN_EDGES", "6")
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
+    assert resolve_auto("auto", str(tmp_path / "one.parquet")) == "threads"
+    # (on a GPU machine the workers are its GPUs: one GPU, one worker)
+    assert resolve_auto("auto", str(tmp_path / "dataset")) == ("dask" if local_workers() > 1 else "threads")
+    if not be.cupy_usable():  # one worker: Dask would only add its start
+        monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
+        assert resolve_auto("auto", str(tmp_path / "dataset")) == "threads"
+        monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
+    assert resolve_auto("threads", str(tmp_path / "dataset")) == "threads"  # an explicit choice stands
+    (tmp_path / "broken.parquet").write_text("not parquet")
+    assert edge_count(str(tmp_path / "broken.parquet")) is None
+    assert resolve_auto("auto", str(tmp_path / "broken.parquet")) == "threads"  # the load task names the problem
+
+
+def test_default_runner_is_threads_outside_the_command_line(monkeypatch):
+    """Flows called from Python or by a deployment start no worker processes unless asked."""
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from flows.runners import task_runner
+
+    monkeypatch.delenv("GRAPH_TASK_RUNNER", raising=False)
+    monkeypatch.delenv("GRAPH_DASK_ADDRESS", raising=False)
+    assert isinstance(task_runner(), ThreadPoolTaskRunner)
+    assert isinstance(task_runner("auto"), ThreadPoolTaskRunner)
+    assert not isinstance(task_runner("dask"), ThreadPoolTaskRunner)
+
+
+def _processes_with(text: str) -> list[int]:
+    """Live processes whose environment contains ``text`` (Linux /proc)."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if text.encode() in environ.read_bytes():
+                found.append(int(environ.parent.name))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="looks for leftover processes in /proc")
+def test_without_a_server_the_command_starts_one_for_the_run_and_stops_it(tmp_path):
+    """No PREFECT_API_URL: the run is recorded, with its logs, by a temporary server that the
+    command stops before it exits."""
+    home = tmp_path / "prefect-home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GRAPH_"))}
+    env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    done = subprocess.run([sys.executable, "-m", "flows.mst", SAMPLE, "--output", str(tmp_path / "out")], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and f"wrote {tmp_path / 'out' / 'mst_edges.parquet'}" in done.stdout
+    assert _processes_with(str(home)) == []  # the server is gone
+    import sqlite3
+
+    with sqlite3.connect(home / "prefect.db") as db:
+        runs = db.execute("SELECT id, name, state_type FROM flow_run").fetchall()
+        assert [(name, state) for _, name, state in runs] == [("mst-graph", "COMPLETED")]
+        messages = [m for (m,) in db.execute("SELECT message FROM log WHERE flow_run_id = ?", (runs[0][0],))]
+    assert any(m.startswith("mst done in") for m in messages), messages  # the last logs reached it
