@@ -1,28 +1,35 @@
-"""What orchestration costs: the pipeline flow against the same work done bare.
+"""What the pipeline costs from Parquet to Parquet, stage by stage, and what orchestration adds.
 
-    python -m benchmarks.orchestration --graph kron:24 --runner dask --json FILE
+    python -m benchmarks.orchestration --graph kron:24 --input-compression snappy,none --json FILE
 
-Writes the graph to Parquet (untimed), then times, end to end from Parquet to Parquet:
-- bare: read -> renumber -> CSR -> BFS -> MSF -> verify both -> write both, the kernels and
-  Parquet I/O called directly: warm (in this process, after one untimed run that compiles the
-  CUDA kernels into CuPy's on-disk cache) and in a fresh process (interpreter, imports and
-  CUDA context included, as a new Dask worker pays them);
-- flow on a new cluster: `pipeline_flow` from the call to its return, the task runner's cluster
-  started and stopped inside (what a CLI run or a deployment run without --dask-address does);
-- flow on a running cluster: the same flow on a cluster started beforehand and warmed by one
-  untimed run (what repeated runs with --dask-address / GRAPH_DASK_ADDRESS get).
+For each input compression the graph is written to Parquet (untimed; one file, or --parts files
+written at once), then:
+- plain read: the fastest plain pyarrow read of the same input into host memory
+  (`pq.read_table(memory_map=True, pre_buffer=True)`), the yardstick of the load stage;
+- bare: read -> renumber -> CSR -> BFS -> MSF -> verify both -> write both, the kernels and the
+  Parquet I/O called directly (no Prefect, no Dask), warm (in this process, after one untimed
+  run that compiles the CUDA kernels into CuPy's on-disk cache) and in a fresh process, which
+  also reports its peak RSS and its GPU memory (CuPy pool's peak plus what the device shows in
+  use beyond it: the CUDA context, the module);
+- flow (input compressions named by --flows): `pipeline_flow` on a cluster it starts itself
+  (what a CLI run or a deployment without --dask-address does), and on a cluster started
+  beforehand and warmed by one run (repeated runs with --dask-address). The seconds the flow
+  spends outside its stages (task hand-offs, cluster start) are recorded as the gap.
 The Prefect server is the one PREFECT_API_URL names; start one first (one server for the flow
-and its Dask workers). Appends one record to FILE; overhead = flow / bare - 1.
+and its Dask workers). Appends one record per input compression to FILE.
 """
 from __future__ import annotations
 
 import argparse
 import datetime
 import json
+import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -32,17 +39,21 @@ import pyarrow.parquet as pq
 from benchmarks.harness import append_records, load_graph, machine
 from kernels import backend as be
 from kernels.bfs import bfs
-from kernels.graph import build_graph, edge_list, renumber
+from kernels.graph import build_graph
 from kernels.msf import minimum_spanning_forest
 from kernels.verify import verify_bfs, verify_forest
-from tasks.edges_io import read_edges, write_many
-from tasks.graph_tasks import PreparedEdges, bfs_table, forest_table
+from tasks.edges_io import write_many
+from tasks.graph_tasks import bfs_table, forest_table, prepare_input
+
+STAGES = ("load", "prepare", "csr", "bfs", "msf", "validate", "write")
 
 
 def bare_pipeline(path: str, source_id: int, output: str, backend: str) -> dict:
     """The pipeline's work without Prefect or Dask; seconds per stage."""
     xp = be.module(backend)
-    stages, start = {}, time.perf_counter()
+    prepared = prepare_input(path, "src", "dst", "weight", backend)
+    stages = {"load": prepared.read_seconds, "prepare": prepared.renumber_seconds}
+    start = time.perf_counter()
 
     def lap(name):
         nonlocal start
@@ -50,14 +61,8 @@ def bare_pipeline(path: str, source_id: int, output: str, backend: str) -> dict:
         stages[name] = time.perf_counter() - start
         start = time.perf_counter()
 
-    source_id = int(source_id)
-    table = read_edges(path, "src", "dst", "weight")
-    lap("load")
-    src, dst, ids = renumber(be.to_backend(table.src, backend), be.to_backend(table.dst, backend))
-    edges = edge_list(src, dst, be.to_backend(table.weight, backend), int(ids.shape[0]))
-    prepared = PreparedEdges(edges, be.to_host(ids), backend, "", table.rows - edges.m)
-    source = np.array([int(np.searchsorted(prepared.ids, source_id))])
-    lap("prepare")
+    edges = prepared.edges
+    source = np.array([int(np.searchsorted(prepared.ids, int(source_id)))])
     graph = build_graph(edges, False)
     lap("csr")
     result = bfs(graph, source)
@@ -66,18 +71,101 @@ def bare_pipeline(path: str, source_id: int, output: str, backend: str) -> dict:
     lap("msf")
     bfs_report = verify_bfs(edges.src, edges.dst, edges.n, source, result.distance, result.predecessor, False, None)
     forest_report = verify_forest(edges.src, edges.dst, edges.weight, edges.n, forest.edges)
-    assert not any(bfs_report.values()) and not any(forest_report.values())
+    assert not any(bfs_report.values()) and not any(forest_report.values()), (bfs_report, forest_report)
     lap("validate")
-    write_many({"bfs_distances.parquet": bfs_table(table, prepared, result),
-                "mst_edges.parquet": forest_table(table, prepared, forest)}, output)
+    write_many({Path(output) / "bfs_distances.parquet": bfs_table(prepared, result),
+                Path(output) / "mst_edges.parquet": forest_table(prepared, forest)})
     lap("write")
     return stages
 
 
+def fresh_run(path: str, source_id: str, output: str, backend: str) -> None:
+    """bare_pipeline in this (fresh) process; prints its wall time, stages, peak RSS and GPU
+    memory as one JSON line."""
+    started = time.perf_counter()
+    stages = bare_pipeline(path, int(source_id), output, backend)
+    report = {"seconds": time.perf_counter() - started, "stages": stages,
+              "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    if backend == "cupy":
+        import cupy
+
+        pool = cupy.get_default_memory_pool().total_bytes()  # the pool keeps what it ever held
+        free, total = cupy.cuda.runtime.memGetInfo()
+        report.update(gpu_pool_peak_bytes=pool, gpu_outside_pool_bytes=max(0, total - free - pool))
+    print("FRESH " + json.dumps(report), flush=True)
+
+
+def write_input(src, dst, weight, work: Path, compression: str, parts: int) -> str:
+    """The graph as Parquet: one file, or a dataset directory of `parts` files written at once."""
+    work.mkdir(parents=True, exist_ok=True)
+    if parts == 1:
+        path = work / f"input-{compression}.parquet"
+        pq.write_table(pa.table({"src": src, "dst": dst, "weight": weight}), path, compression=compression)
+        return str(path)
+    folder = work / f"input-{compression}"
+    folder.mkdir()
+    bounds = np.linspace(0, src.shape[0], parts + 1).astype(np.int64)
+
+    def part(k):
+        lo, hi = bounds[k], bounds[k + 1]
+        table = pa.table({"src": src[lo:hi], "dst": dst[lo:hi], "weight": weight[lo:hi]})
+        pq.write_table(table, folder / f"part-{k:05d}.parquet", compression=compression)
+
+    with ThreadPoolExecutor(max_workers=min(parts, len(os.sched_getaffinity(0)))) as pool:
+        list(pool.map(part, range(parts)))
+    return str(folder)
+
+
+def plain_read_seconds(path: str) -> float:
+    """The fastest plain pyarrow read of the input into host memory (best of two)."""
+    best = float("inf")
+    for _ in range(2):
+        started = time.perf_counter()
+        table = pq.read_table(path, memory_map=True, pre_buffer=True)
+        best = min(best, time.perf_counter() - started)
+        del table
+    return best
+
+
+def flow_records(path: str, source_id: int, work: Path, backend: str, runner: str) -> dict:
+    from flows.pipeline import pipeline_flow
+    from flows.runners import local_cluster, task_runner
+
+    def timed_flow(task_runner_, output):
+        started = time.perf_counter()
+        summary = pipeline_flow.with_options(task_runner=task_runner_)(
+            path, source=[str(source_id)], output=str(work / output), backend=backend)
+        return summary, time.perf_counter() - started
+
+    def stages(summary):
+        return {k: v for k, v in summary.items() if k.endswith("_seconds")}
+
+    def gap(summary, seconds):
+        return round(seconds - sum(v for k, v in summary.items() if k.endswith("_seconds") and k != "total_seconds"), 3)
+
+    summary, seconds = timed_flow(task_runner(runner), "flow")
+    record = {"flow_seconds": round(seconds, 3), "flow_stages": stages(summary), "flow_gap_seconds": gap(summary, seconds)}
+    if runner == "dask":
+        with local_cluster() as cluster:
+            timed_flow(task_runner(address=cluster.scheduler_address), "flow-warm-up")
+            warm, warm_seconds = timed_flow(task_runner(address=cluster.scheduler_address), "flow-warm")
+        record.update(flow_running_cluster_seconds=round(warm_seconds, 3),
+                      flow_running_cluster_stages=stages(warm),
+                      flow_running_cluster_gap_seconds=gap(warm, warm_seconds))
+    # same answers (GPU predecessors may differ: any valid parent is a valid answer)
+    assert pq.read_table(work / "flow" / "mst_edges.parquet").equals(pq.read_table(work / "bare" / "mst_edges.parquet"))
+    assert pq.read_table(work / "flow" / "bfs_distances.parquet")["distance"].equals(
+        pq.read_table(work / "bare" / "bfs_distances.parquet")["distance"])
+    return record
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.orchestration", description=__doc__.split("\n")[1])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.orchestration", description=__doc__.split("\n")[0])
     p.add_argument("--graph", default="kron:24", help="kron:SCALE | grid:SIDE | parquet:PATH")
     p.add_argument("--backend", default=None, choices=["numpy", "cupy"])
+    p.add_argument("--input-compression", default="snappy", help="comma-separated: snappy, none, zstd, ...")
+    p.add_argument("--flows", default="snappy", help="input compressions whose flows are timed too ('' for none)")
+    p.add_argument("--parts", type=int, default=1, help="write the input as this many files (a dataset directory)")
     p.add_argument("--runner", default="dask", choices=["dask", "threads"])
     p.add_argument("--workdir", default=None, help="where the input and outputs go (default: a temporary directory)")
     p.add_argument("--json", required=True)
@@ -85,70 +173,59 @@ def main(argv=None) -> int:
     backend = be.resolve(args.backend)
     work = Path(args.workdir or tempfile.mkdtemp(prefix="orchestration-"))
     work.mkdir(parents=True, exist_ok=True)
+    command = " ".join(["python -m benchmarks.orchestration", *(argv if argv is not None else sys.argv[1:])])
 
     src, dst, weight = (be.to_host(a) for a in load_graph(args.graph, be.module(backend)))
-    path = str(work / "input.parquet")
-    pq.write_table(pa.table({"src": src, "dst": dst, "weight": weight}), path, compression="snappy")
-    source_id = int(src[0])
+    source_id, rows = int(src[0]), int(src.shape[0])
+    compressions = [c for c in args.input_compression.split(",") if c]
+    inputs = {c: write_input(src, dst, weight, work / c, c, args.parts) for c in compressions}
+    decoded = src.nbytes + dst.nbytes + weight.nbytes  # the Parquet columns' decoded size
     del src, dst, weight
 
-    bare_pipeline(path, source_id, str(work / "warm-up"), backend)
-    started = time.perf_counter()
-    bare = bare_pipeline(path, source_id, str(work / "bare"), backend)
-    bare_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import sys; from benchmarks.orchestration import bare_pipeline; "
-                    "bare_pipeline(*sys.argv[1:3], sys.argv[3], sys.argv[4])", path, str(source_id),
-                    str(work / "bare-fresh"), backend], check=True)
-    bare_fresh_seconds = time.perf_counter() - started
-    gpu_peak = None
-    if backend == "cupy":
-        import cupy
-
-        pool = cupy.get_default_memory_pool()
-        gpu_peak = pool.total_bytes()  # the pool keeps what it ever held: the run's peak footprint
-        pool.free_all_blocks()  # give the flow's GPU worker the memory this process cached
-
-    from flows.pipeline import pipeline_flow
-    from flows.runners import local_cluster, task_runner
-
-    def timed_flow(runner, output):
+    for compression, path in inputs.items():
+        out = work / compression
+        plain = plain_read_seconds(path)
+        bare_pipeline(path, source_id, str(out / "warm-up"), backend)
         started = time.perf_counter()
-        summary = pipeline_flow.with_options(task_runner=runner)(
-            path, source=[str(source_id)], output=str(work / output), backend=backend)
-        return summary, time.perf_counter() - started
+        bare = bare_pipeline(path, source_id, str(out / "bare"), backend)
+        bare_seconds = time.perf_counter() - started
+        if backend == "cupy":
+            import cupy
 
-    summary, flow_seconds = timed_flow(task_runner(args.runner), "flow")
-    running = {}
-    if args.runner == "dask":
-        with local_cluster() as cluster:
-            timed_flow(task_runner(address=cluster.scheduler_address), "flow-warm-up")
-            warm_summary, warm_seconds = timed_flow(task_runner(address=cluster.scheduler_address), "flow-warm")
-        running = {"flow_running_cluster_seconds": round(warm_seconds, 3),
-                   "flow_running_cluster_stages": {k: v for k, v in warm_summary.items() if k.endswith("_seconds")},
-                   "overhead_running_cluster": round(warm_seconds / bare_fresh_seconds - 1, 4)}
-    # same answers (GPU predecessors may differ: any valid parent is a valid answer)
-    assert pq.read_table(work / "flow" / "mst_edges.parquet").equals(pq.read_table(work / "bare" / "mst_edges.parquet"))
-    assert pq.read_table(work / "flow" / "bfs_distances.parquet")["distance"].equals(
-        pq.read_table(work / "bare" / "bfs_distances.parquet")["distance"])
-
-    record = {
-        "algo": "pipeline-orchestration", "graph": args.graph, "backend": backend, "runner": args.runner,
-        "edges": summary["edges"], "vertices": summary["vertices"],
-        "bare_seconds": round(bare_seconds, 3), "bare_stages": {k: round(v, 4) for k, v in bare.items()},
-        "bare_fresh_process_seconds": round(bare_fresh_seconds, 3),
-        "flow_seconds": round(flow_seconds, 3),
-        "flow_stages": {k: v for k, v in summary.items() if k.endswith("_seconds")},
-        # against the bare pipeline in a fresh process: the flow's workers are fresh processes too
-        "overhead": round(flow_seconds / bare_fresh_seconds - 1, 4),
-        "overhead_vs_warm_process": round(flow_seconds / bare_seconds - 1, 4),
-        **running,
-        "gpu_peak_bytes_per_edge": round(gpu_peak / summary["edges"], 1) if gpu_peak else None,
-        "machine": machine(backend), "date": datetime.date.today().isoformat(),
-        "command": " ".join(["python -m benchmarks.orchestration", *(argv if argv is not None else sys.argv[1:])]),
-    }
-    print(json.dumps(record, indent=1))
-    append_records(args.json, [record])
+            cupy.get_default_memory_pool().free_all_blocks()  # leave the GPU to the next processes
+        started = time.perf_counter()
+        fresh = subprocess.run(
+            [sys.executable, "-c", "import sys; from benchmarks.orchestration import fresh_run; fresh_run(*sys.argv[1:])",
+             path, str(source_id), str(out / "bare-fresh"), backend], check=True, capture_output=True, text=True)
+        fresh_seconds = time.perf_counter() - started
+        report = json.loads(next(line for line in fresh.stdout.splitlines() if line.startswith("FRESH "))[6:])
+        record = {
+            "algo": "pipeline-orchestration", "graph": args.graph, "backend": backend,
+            "input_compression": compression, "input_files": args.parts, "edges": rows,
+            "plain_read_seconds": round(plain, 3),
+            "bare_seconds": round(bare_seconds, 3), "bare_stages": {k: round(v, 4) for k, v in bare.items()},
+            "load_vs_plain_read": round(bare["load"] / plain, 3),
+            "bare_fresh_process_seconds": round(fresh_seconds, 3),
+            "bare_fresh_stages": {k: round(v, 4) for k, v in report["stages"].items()},
+            "peak_rss_bytes": report["peak_rss_bytes"], "decoded_columns_bytes": decoded,
+            "peak_rss_vs_decoded": round(report["peak_rss_bytes"] / decoded, 3),
+        }
+        if "gpu_pool_peak_bytes" in report:
+            peak = report["gpu_pool_peak_bytes"] + report["gpu_outside_pool_bytes"]
+            record.update(gpu_pool_peak_bytes=report["gpu_pool_peak_bytes"],
+                          gpu_outside_pool_bytes=report["gpu_outside_pool_bytes"],
+                          gpu_peak_bytes_per_edge=round(peak / rows, 1))
+        if compression in args.flows.split(","):
+            flows = flow_records(path, source_id, out, backend, args.runner)
+            record.update(flows)
+            # against the bare pipeline in a fresh process: the flow's workers are fresh processes too
+            record["overhead"] = round(flows["flow_seconds"] / fresh_seconds - 1, 4)
+            record["overhead_vs_warm_process"] = round(flows["flow_seconds"] / bare_seconds - 1, 4)
+            if "flow_running_cluster_seconds" in flows:
+                record["running_cluster_vs_bare"] = round(flows["flow_running_cluster_seconds"] / bare_seconds, 3)
+        record.update(machine=machine(backend), date=datetime.date.today().isoformat(), command=command)
+        print(json.dumps(record, indent=1), flush=True)
+        append_records(args.json, [record])
     return 0
 
 

@@ -19,12 +19,12 @@ from pathlib import Path
 
 from prefect import flow, unmapped
 
-from flows.common import FLOW_TIMEOUT_SECONDS, Backend, DepthLimit, default_output, finish, run_name, source_plan
+from flows.common import FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, default_output, finish, run_name, source_plan
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
-    breadth_first_search, build_csr, load_edges, prepare_edges, resolve_sources, summarize,
-    validate_bfs, write_distances,
+    breadth_first_search, build_csr, load_edges, resolve_sources, summarize,
+    validate_bfs, write_results,
 )
 
 
@@ -32,7 +32,8 @@ from tasks.graph_tasks import (
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
              output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
-             src_col: str = "src", dst_col: str = "dst", backend: Backend | None = None) -> dict:
+             src_col: str = "src", dst_col: str = "dst", backend: Backend | None = None,
+             compression: Compression = "snappy") -> dict:
     """BFS distances: load -> renumber -> CSR -> direction-optimizing BFS per source set (mapped
     across workers) -> verify each -> write each bfs_distances.parquet.
 
@@ -46,20 +47,20 @@ def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list
         src_col: Column of source vertex ids (integers or strings).
         dst_col: Column of destination vertex ids (same type as src_col).
         backend: numpy (CPU), cupy (GPU) or auto (cupy when a GPU is usable; default: $GRAPH_BACKEND, else auto).
+        compression: Parquet compression of the results (snappy: fast to write and read; zstd: smaller).
     """
     started = time.perf_counter()
     sets, outputs, keys = source_plan(source, source_sets, output or default_output(input))
     check_output_paths(input, [Path(o) / "bfs_distances.parquet" for o in outputs])
-    loaded = load_edges.submit(input, src_col, dst_col, None)
-    prepared = prepare_edges.submit(loaded, backend)
+    prepared = load_edges.submit(input, src_col, dst_col, None, backend, ("bfs",), directed)
     graph = build_csr.submit(prepared, directed)
-    sources = resolve_sources.map(unmapped(loaded), unmapped(prepared), sets)
+    sources = resolve_sources.map(unmapped(prepared), sets)
     searches = breadth_first_search.map(unmapped(graph), sources, unmapped(depth_limit), keys)
     checks = validate_bfs.map(unmapped(prepared), sources, searches, unmapped(directed), unmapped(depth_limit), keys)
-    writes = write_distances.map(unmapped(loaded), unmapped(prepared), searches, outputs, wait_for=checks)
-    summary = summarize.submit(loaded, prepared, graph=graph, searches=searches, source_sets=sources,
+    writes = write_results.submit(prepared, searches, outputs, compression=compression, wait_for=checks)
+    summary = summarize.submit(prepared, graph=graph, searches=searches, source_sets=sources,
                                checks=checks, writes=writes)
-    return finish("bfs", input, summary, started, [loaded, prepared, graph, sources, searches, checks, writes])
+    return finish("bfs", input, summary, started, [prepared, graph, sources, searches, checks, writes])
 
 
 def main(argv=None) -> int:

@@ -100,6 +100,9 @@ def build_parser(kind: str) -> Parser:
                                   "output directory OUTPUT/source-set-K per set, run in parallel)")
         parser.add_argument("--directed", action="store_true", help="follow edges src -> dst only")
         parser.add_argument("--depth-limit", type=_depth, default=None, metavar="N", help="stop after N levels")
+    parser.add_argument("--compression", choices=["snappy", "zstd", "lz4", "gzip", "none"], default="snappy",
+                        help="Parquet compression of the results (default: snappy, fast to write and read; "
+                             "zstd makes smaller files)")
     parser.add_argument("--backend", choices=["auto", "numpy", "cupy"], default=None,
                         help="compute backend (default: $GRAPH_BACKEND, else auto: cupy when a GPU is usable)")
     parser.add_argument("--runner", choices=["auto", "dask", "threads"], default=None,
@@ -115,7 +118,7 @@ def build_parser(kind: str) -> Parser:
 
 def parameters(kind: str, args: argparse.Namespace) -> dict:
     params = dict(input=args.input, output=args.output, src_col=args.src_col, dst_col=args.dst_col,
-                  backend=args.backend)
+                  backend=args.backend, compression=args.compression)
     if kind != "bfs":
         params["weight_col"] = args.weight_col
     if kind != "mst":
@@ -127,6 +130,8 @@ def parameters(kind: str, args: argparse.Namespace) -> dict:
 def check(args: argparse.Namespace) -> str:
     """Checks that need no import; returns the runner kind asked for."""
     if not os.path.exists(args.input):
+        if os.path.islink(args.input):
+            raise UsageError(f"{args.input}: dangling symbolic link (to {os.readlink(args.input)})")
         raise UsageError(f"{args.input}: input not found")
     kind = args.runner or os.environ.get("GRAPH_TASK_RUNNER")
     if not kind:  # a cluster's address means that cluster; otherwise the input's size decides
@@ -242,7 +247,9 @@ def describe(kind: str, s: dict) -> str:
     if "levels" in s:
         parts.append("BFS " + ", ".join(f"{n:,} levels" for n in s["levels"]))
     if "forest_edges" in s:
-        parts.append(f"forest of {s['forest_edges']:,} edges, weight {s['forest_weight']:,.6g}, "
+        weight = s["forest_weight"]  # a float, or decimal text where float64 cannot hold the sum
+        parts.append(f"forest of {s['forest_edges']:,} edges, weight "
+                     f"{f'{weight:,.6g}' if isinstance(weight, float) else weight}, "
                      f"{s['components']:,} component{'s' if s['components'] != 1 else ''}")
     return f"{kind}: {'; '.join(parts)}; validation {s['validation']} ({s['total_seconds']:.2f} s)"
 

@@ -12,12 +12,14 @@ from prefect import get_run_logger
 from prefect.futures import PrefectFuture
 from pydantic import Field
 
+from flows.cli import describe
 from tasks.errors import InputError
 from tasks.graph_tasks import publish_failure, publish_summary
 
 # Parameter types: Prefect checks them when a run starts (before any task), so a wrong value
 # from the UI's form or from Python fails the run at once with one message naming it.
 Backend = Literal["auto", "numpy", "cupy"]
+Compression = Literal["snappy", "zstd", "lz4", "gzip", "none"]  # tasks.edges_io.COMPRESSIONS
 DepthLimit = Annotated[int, Field(ge=0)]
 
 # A run that takes longer than this fails with a timeout instead of holding its work pool slot
@@ -78,18 +80,8 @@ def finish(kind: str, input: str, summary: PrefectFuture, started: float, stages
         raise error from None
     result["total_seconds"] = round(time.perf_counter() - started, 3)
     publish_summary(kind, result)
-    get_run_logger().info("%s", _summary_line(kind, result))
+    get_run_logger().info("%s", describe(kind, result))
     return result
-
-
-def _summary_line(kind: str, s: dict) -> str:
-    parts = [f"{s['vertices']:,} vertices", f"{s['edges']:,} edges"]
-    if "levels" in s:
-        parts.append(f"BFS levels {', '.join(f'{n:,}' for n in s['levels'])}")
-    if "forest_edges" in s:
-        parts.append(f"forest of {s['forest_edges']:,} edges, weight {s['forest_weight']:,.6g}, "
-                     f"{s['components']:,} component{'s' if s['components'] != 1 else ''}")
-    return f"{kind} done in {s['total_seconds']:.2f} s: {'; '.join(parts)}; validation {s['validation']}"
 
 
 def _first_error(stages: list) -> BaseException | None:

@@ -16,18 +16,19 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.common import FLOW_TIMEOUT_SECONDS, Backend, default_output, finish, run_name
+from flows.common import FLOW_TIMEOUT_SECONDS, Backend, Compression, default_output, finish, run_name
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
-    load_edges, prepare_edges, spanning_forest, summarize, validate_forest, write_forest,
+    load_edges, spanning_forest, summarize, validate_forest, write_results,
 )
 
 
 @flow(name="mst", flow_run_name=run_name("mst"), task_runner=task_runner(), log_prints=True,
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_col: str = "dst",
-             weight_col: str = "weight", backend: Backend | None = None) -> dict:
+             weight_col: str = "weight", backend: Backend | None = None,
+             compression: Compression = "snappy") -> dict:
     """Minimum spanning forest: load -> renumber -> Boruvka -> verify -> write mst_edges.parquet.
 
     Args:
@@ -37,16 +38,17 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
         dst_col: Column of destination vertex ids (same type as src_col).
         weight_col: Column of edge weights (numeric, finite).
         backend: numpy (CPU), cupy (GPU) or auto (cupy when a GPU is usable; default: $GRAPH_BACKEND, else auto).
+        compression: Parquet compression of the results (snappy: fast to write and read; zstd: smaller).
     """
     started = time.perf_counter()
-    check_output_paths(input, [Path(output or default_output(input)) / "mst_edges.parquet"])
-    loaded = load_edges.submit(input, src_col, dst_col, weight_col)
-    prepared = prepare_edges.submit(loaded, backend)
+    output = output or default_output(input)
+    check_output_paths(input, [Path(output) / "mst_edges.parquet"])
+    prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("msf",))
     forest = spanning_forest.submit(prepared)
     check = validate_forest.submit(prepared, forest)
-    write = write_forest.submit(loaded, prepared, forest, output or default_output(input), wait_for=[check])
-    summary = summarize.submit(loaded, prepared, forest=forest, checks=[check], writes=[write])
-    return finish("mst", input, summary, started, [loaded, prepared, forest, check, write])
+    write = write_results.submit(prepared, [], [], forest, output, compression, wait_for=[check])
+    summary = summarize.submit(prepared, forest=forest, checks=[check], writes=write)
+    return finish("mst", input, summary, started, [prepared, forest, check, write])
 
 
 def main(argv=None) -> int:

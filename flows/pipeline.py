@@ -17,12 +17,12 @@ from pathlib import Path
 
 from prefect import flow, unmapped
 
-from flows.common import FLOW_TIMEOUT_SECONDS, Backend, DepthLimit, default_output, finish, run_name, source_plan
+from flows.common import FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, default_output, finish, run_name, source_plan
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
-    breadth_first_search, build_csr, load_edges, prepare_edges, resolve_sources, spanning_forest,
-    summarize, validate_bfs, validate_forest, write_distances, write_forest,
+    breadth_first_search, build_csr, load_edges, resolve_sources, spanning_forest,
+    summarize, validate_bfs, validate_forest, write_results,
 )
 
 
@@ -31,7 +31,7 @@ from tasks.graph_tasks import (
 def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
                   output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
                   src_col: str = "src", dst_col: str = "dst", weight_col: str = "weight",
-                  backend: Backend | None = None) -> dict:
+                  backend: Backend | None = None, compression: Compression = "snappy") -> dict:
     """BFS and minimum spanning forest with one ingest: load -> renumber -> CSR -> BFS per
     source set and Boruvka, in parallel -> verify all -> write all.
 
@@ -46,25 +46,23 @@ def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list
         dst_col: Column of destination vertex ids (same type as src_col).
         weight_col: Column of edge weights (numeric, finite).
         backend: numpy (CPU), cupy (GPU) or auto (cupy when a GPU is usable; default: $GRAPH_BACKEND, else auto).
+        compression: Parquet compression of the results (snappy: fast to write and read; zstd: smaller).
     """
     started = time.perf_counter()
     output = output or default_output(input)
     sets, outputs, keys = source_plan(source, source_sets, output)
     check_output_paths(input, [*(Path(o) / "bfs_distances.parquet" for o in outputs), Path(output) / "mst_edges.parquet"])
-    loaded = load_edges.submit(input, src_col, dst_col, weight_col)
-    prepared = prepare_edges.submit(loaded, backend)
+    prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("bfs", "msf"), directed)
     graph = build_csr.submit(prepared, directed)
-    sources = resolve_sources.map(unmapped(loaded), unmapped(prepared), sets)
+    sources = resolve_sources.map(unmapped(prepared), sets)
     searches = breadth_first_search.map(unmapped(graph), sources, unmapped(depth_limit), keys)
     forest = spanning_forest.submit(prepared)
     checks = [*validate_bfs.map(unmapped(prepared), sources, searches, unmapped(directed), unmapped(depth_limit), keys),
               validate_forest.submit(prepared, forest)]
-    writes = [*write_distances.map(unmapped(loaded), unmapped(prepared), searches, outputs, wait_for=checks),
-              write_forest.submit(loaded, prepared, forest, output, wait_for=checks)]
-    summary = summarize.submit(loaded, prepared, graph=graph, searches=searches, source_sets=sources,
+    writes = write_results.submit(prepared, searches, outputs, forest, output, compression, wait_for=checks)
+    summary = summarize.submit(prepared, graph=graph, searches=searches, source_sets=sources,
                                forest=forest, checks=checks, writes=writes)
-    return finish("pipeline", input, summary, started,
-                  [loaded, prepared, graph, sources, searches, forest, checks, writes])
+    return finish("pipeline", input, summary, started, [prepared, graph, sources, searches, forest, checks, writes])
 
 
 def main(argv=None) -> int:

@@ -313,11 +313,13 @@ class _Plan:
     id_type: np.dtype | None  # integer ids: one dtype for every file's src and dst
     mixed_signs: bool  # uint64 ids beside signed ones: the values decide (see _unify_signs)
     weight_type: np.dtype | None  # float32 when every file's weights are float16/32, else float64
+    vertex_bound: int  # at most this many distinct ids: 2 x rows, or the ids' range by the footers
 
 
 def _plan(path: str, files: list[Path], src_col: str, dst_col: str, weight_col: str | None) -> _Plan:
     columns = list(dict.fromkeys([src_col, dst_col] + ([weight_col] if weight_col else [])))
     units, rows, first_of_kind, id_types, weight_types = [], 0, {}, set(), set()
+    id_range = [None, None]  # lowest and highest id by the footers' statistics; None: unknown
     for file in files:
         with _open(file, columns, (src_col, dst_col), weight_col) as parquet:
             meta, schema = parquet.metadata, parquet.schema_arrow
@@ -341,6 +343,8 @@ def _plan(path: str, files: list[Path], src_col: str, dst_col: str, weight_col: 
             count = meta.row_group(group).num_rows
             if count:
                 units.append(_Unit(file, meta, group, file_row, rows, count))
+                if kind == "integer":
+                    _widen(id_range, meta.row_group(group), (src_col, dst_col))
             file_row += count
             rows += count
         assert file_row == file_rows
@@ -352,7 +356,27 @@ def _plan(path: str, files: list[Path], src_col: str, dst_col: str, weight_col: 
     if weight_col:
         narrow = all(pa.types.is_float16(t) or pa.types.is_float32(t) for t in weight_types)
         weight_type = np.dtype(np.float32 if narrow else np.float64)
-    return _Plan(units, rows, columns, "integer" not in first_of_kind, id_type, mixed, weight_type)
+    bound = 2 * rows
+    if None not in id_range and False not in id_range:
+        bound = min(bound, id_range[1] - id_range[0] + 1)
+    return _Plan(units, rows, columns, "integer" not in first_of_kind, id_type, mixed, weight_type, bound)
+
+
+def _widen(id_range: list, group: pq.RowGroupMetaData, columns: tuple[str, str]) -> None:
+    """Widen [lowest, highest] to a row group's id statistics; [False, False] once a column
+    chunk has none (the range is then unknown for good)."""
+    if id_range[0] is False:
+        return
+    for j in range(group.num_columns):
+        chunk = group.column(j)
+        if chunk.path_in_schema not in columns:
+            continue
+        stats = chunk.statistics
+        if stats is None or not stats.has_min_max or not isinstance(stats.min, int):
+            id_range[:] = [False, False]
+            return
+        id_range[0] = stats.min if id_range[0] is None else min(id_range[0], stats.min)
+        id_range[1] = stats.max if id_range[1] is None else max(id_range[1], stats.max)
 
 
 def _read_unit(unit: _Unit, columns: list[str], use_threads: bool) -> pa.Table:
@@ -473,14 +497,19 @@ def _store(dest, start: int, values: np.ndarray, stream) -> None:
         dest[start:end].set(np.ascontiguousarray(values, dtype=dest.dtype), stream=stream)
 
 
-def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None = "weight", xp=np) -> EdgeTable:
+def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None = "weight", xp=np,
+               before_reading=None) -> EdgeTable:
     """Read and check an edge list (a Parquet file or a directory holding one dataset) into
-    arrays of the backend ``xp`` (numpy or cupy), row groups decoded in parallel."""
+    arrays of the backend ``xp`` (numpy or cupy), row groups decoded in parallel.
+    ``before_reading(rows, vertex_bound, weight_dtype)``, if given, is called once the footers
+    are read and before any array is allocated (a memory check can refuse the input there)."""
     if src_col == dst_col:
         raise InputError(f"{path}: the source and destination columns are both {src_col!r}")
     files, skipped = dataset_files(path)
     plan = _plan(path, files, src_col, dst_col, weight_col)
     rows = plan.rows
+    if before_reading is not None:
+        before_reading(rows, plan.vertex_bound, plan.weight_type)
     # ids of a uint64-beside-signed input are stored as their 64-bit patterns until the values
     # say which type holds them all
     src = dst = None
@@ -537,10 +566,11 @@ def _run_in_order(work, units: list, threads: int) -> list:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def vertex_names(table: EdgeTable, ids: np.ndarray) -> pa.Array:
-    """Original ids of dense vertices, as a pyarrow array of the input's id type."""
-    if table.names is not None:
-        return table.names.take(pa.array(ids))
+def vertex_names(names: pa.Array | None, ids: np.ndarray) -> pa.Array:
+    """Original ids of dense vertices, as a pyarrow array of the input's id type (``ids`` are
+    codes into ``names`` for string ids)."""
+    if names is not None:
+        return names.take(pa.array(ids))
     return pa.array(ids)
 
 
@@ -627,13 +657,21 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(table: pa.Table, target: Path) -> Path:
+# Results are written with Snappy by default: on the H200 host, 16 M rows x 2 columns took 1.0 s
+# uncompressed, 1.1 s with Snappy and 2.1 s with zstd (a Parquet writer encodes on one core), and
+# Snappy files are about half the size of uncompressed ones and readable everywhere. zstd makes
+# smaller files for archiving; `--compression` chooses.
+COMPRESSIONS = ("snappy", "zstd", "lz4", "gzip", "none")
+DEFAULT_COMPRESSION = "snappy"
+
+
+def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPRESSION) -> Path:
     """Write ``table`` to ``target`` through a temporary file in the same directory + rename."""
     fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target), suffix=".tmp", dir=target.parent)
     os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; a result is as readable as the umask says
     os.close(fd)
     try:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, compression=compression)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, target)
@@ -644,14 +682,23 @@ def write_atomic(table: pa.Table, target: Path) -> Path:
     return target
 
 
-def write_many(tables: dict[str, pa.Table], output: str | os.PathLike) -> list[Path]:
-    """Write several result files; each lands whole or not at all."""
-    out = prepare_output_dir(output)
-    remove_stale_temporaries(out)
-    written = []
-    for name, table in tables.items():
+def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEFAULT_COMPRESSION) -> list[Path]:
+    """Write result files (target path -> table), all at once: one thread per file, since a
+    Parquet writer encodes on one core and releases the GIL. Each lands whole or not at all."""
+    if compression not in COMPRESSIONS:
+        raise OutputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
+    targets = [Path(t) for t in tables]
+    for out in dict.fromkeys(t.parent for t in targets):
+        prepare_output_dir(out)
+        remove_stale_temporaries(out)
+
+    def write(target: Path, table: pa.Table) -> Path:
         try:
-            written.append(write_atomic(table, out / name))
+            return write_atomic(table, target, compression)
         except OSError as exc:
-            raise OutputError(f"{out / name}: cannot write results ({exc.strerror or exc})") from None
-    return written
+            raise OutputError(f"{target}: cannot write results ({exc.strerror or exc})") from None
+
+    if len(targets) == 1:
+        return [write(targets[0], next(iter(tables.values())))]
+    with ThreadPoolExecutor(max_workers=min(len(targets), len(os.sched_getaffinity(0)))) as pool:
+        return list(pool.map(write, targets, tables.values()))

@@ -17,6 +17,7 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from decimal import Decimal
 from typing import Any
 
@@ -35,7 +36,7 @@ from kernels.footprint import gpu_bytes
 from kernels.graph import EdgeList, Graph, build_graph, edge_list, renumber
 from kernels.msf import MSFResult, minimum_spanning_forest
 from kernels.verify import kruskal, verify_bfs, verify_forest
-from tasks.edges_io import EdgeTable, read_edges, vertex_names, write_many
+from tasks.edges_io import DEFAULT_COMPRESSION, read_edges, vertex_names, write_many
 from tasks.errors import DeviceMemoryError, InputError, OutputError, ValidationFailed
 
 # Kruskal's serial reference also runs inside validation up to this many edges; above it the
@@ -45,13 +46,23 @@ KRUSKAL_LIMIT = 200_000
 
 @dataclass
 class PreparedEdges:
-    """Dense, backend-resident edges plus what is needed to map results back."""
+    """The input as the kernels take it (dense ids on the compute backend; edge e is input row
+    e) and what maps results back to the input's own ids."""
 
     edges: EdgeList
-    ids: np.ndarray  # host: dense vertex -> original id (or string code)
+    ids: np.ndarray  # host: dense vertex -> original id (or code into names)
+    names: pa.Array | None  # string ids: code -> name
+    path: str
+    skipped: list[str]  # files of a dataset directory that are not Parquet
     backend: str
     device: str
     self_loops: int
+    read_seconds: float
+    renumber_seconds: float
+
+    @property
+    def rows(self) -> int:
+        return self.edges.m
 
 
 @dataclass
@@ -84,22 +95,27 @@ def _timed(xp, fn, *args, **kwargs) -> Timed:
 
 
 @contextmanager
-def device_memory_guard(path: str, edges: int):
+def device_memory_guard(path: str, edges: int | None = None):
     """Turn CuPy's out-of-memory error into one line that says what to do."""
     try:
         yield
     except Exception as exc:
         if type(exc).__name__ != "OutOfMemoryError":
             raise
+        on = f" on {edges} edges" if edges is not None else ""
         raise DeviceMemoryError(
-            f"{path}: the GPU ran out of memory on {edges} edges ({exc}); "
+            f"{path}: the GPU ran out of memory{on} ({exc}); "
             "rerun with --backend numpy (GRAPH_BACKEND=numpy) to compute on the CPU"
         ) from None
 
 
-def check_device_memory(path: str, edges: int) -> None:
-    """Refuse, before any upload, a graph whose working set exceeds the GPU's free memory."""
-    needed = gpu_bytes(edges)  # vertices unknown before renumbering: kernels/footprint.py
+def check_device_memory(path: str, edges: int, vertices: int | None = None, weight_dtype=np.float64,
+                        algorithms=("bfs", "msf"), directed: bool = False) -> None:
+    """Refuse, before any upload, a graph whose working set exceeds the GPU's free memory
+    (kernels/footprint.py counts it array by array; ``vertices`` is an upper bound, from the
+    footers' id range when they have one)."""
+    weight_bytes = np.dtype(weight_dtype).itemsize if weight_dtype is not None else 0
+    needed = gpu_bytes(edges, vertices, weight_bytes, algorithms, directed)
     free = be.device_memory_free()
     if needed > free:
         raise DeviceMemoryError(
@@ -128,65 +144,74 @@ class Progress:
         self.last = time.monotonic()
 
 
-@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False)
-def load_edges(path: str, src_col: str, dst_col: str, weight_col: str | None) -> Timed:
-    """Read and check the Parquet edge list (an EdgeTable)."""
-    start = time.perf_counter()
-    table = read_edges(path, src_col, dst_col, weight_col)
-    seconds = time.perf_counter() - start
-    get_run_logger().info("read %s edges from %s in %.3f s", f"{table.rows:,}", path, seconds)
-    if table.skipped:
-        get_run_logger().warning("skipped %d files that are not Parquet: %s", len(table.skipped), ", ".join(table.skipped))
-    return Timed(table, seconds)
-
-
-@task(cache_policy=NO_CACHE, persist_result=False)
-def prepare_edges(loaded: Timed, backend: str | None) -> Timed:
-    """Move the ids to the backend and renumber them densely (PreparedEdges).
-    The backend is resolved here, on the worker that computes."""
-    table: EdgeTable = loaded.value
+def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None, backend: str | None,
+                  algorithms=("bfs", "msf"), directed: bool = False) -> PreparedEdges:
+    """Read and check the Parquet edge list straight into the compute backend's memory, then
+    renumber its ids densely there. A GPU run that cannot fit is refused once the footers are
+    read, before any upload."""
     backend = be.resolve(backend)
     xp = be.module(backend)
+
+    def check_memory(rows, vertices, weight_dtype):
+        if backend == "cupy":
+            check_device_memory(path, rows, vertices, weight_dtype, algorithms, directed)
+
     start = time.perf_counter()
-    if backend == "cupy":
-        check_device_memory(table.path, table.rows)
-    with device_memory_guard(table.path, table.rows):
-        src, dst = be.to_backend(table.src, backend), be.to_backend(table.dst, backend)
-        weight = be.to_backend(table.weight, backend)
-        try:
-            src, dst, ids = renumber(src, dst)
-        except ValueError as exc:
-            raise InputError(f"{table.path}: {exc}") from None
-        edges = edge_list(src, dst, weight, int(ids.shape[0]))
+    with device_memory_guard(path):
+        table = read_edges(path, src_col, dst_col, weight_col, xp=xp, before_reading=check_memory)
         be.synchronize(xp)
-    prepared = PreparedEdges(edges, be.to_host(ids), backend, be.device_name(backend), edges.self_loops())
-    seconds = time.perf_counter() - start
-    get_run_logger().info("renumbered: %s vertices, %s edges (%s self-loops) on %s in %.3f s",
-                          f"{edges.n:,}", f"{edges.m:,}", f"{prepared.self_loops:,}", prepared.device, seconds)
-    return Timed(prepared, seconds)
+        read_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        try:
+            src, dst, ids = renumber(table.src, table.dst)
+        except ValueError as exc:
+            raise InputError(f"{path}: {exc}") from None
+        names, weight, skipped = table.names, table.weight, table.skipped
+        del table  # the input's own ids go once renumbered: nothing holds the edge list twice
+        edges = edge_list(src, dst, weight, int(ids.shape[0]))
+        del src, dst
+        be.synchronize(xp)
+    return PreparedEdges(edges, be.to_host(ids), names, str(path), skipped, backend, be.device_name(backend),
+                         edges.self_loops(), read_seconds, time.perf_counter() - start)
+
+
+@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False)
+def load_edges(path: str, src_col: str, dst_col: str, weight_col: str | None, backend: str | None,
+               algorithms: tuple = ("bfs", "msf"), directed: bool = False) -> Timed:
+    """The input on the compute backend, renumbered (a PreparedEdges, see prepare_input). The
+    backend is resolved here, on the worker that computes."""
+    p = prepare_input(path, src_col, dst_col, weight_col, backend, algorithms, directed)
+    logger = get_run_logger()
+    logger.info("read %s edges from %s in %.3f s", f"{p.rows:,}", path, p.read_seconds)
+    if p.skipped:
+        logger.warning("skipped %d files that are not Parquet: %s", len(p.skipped), ", ".join(p.skipped))
+    logger.info("renumbered: %s vertices, %s edges (%s self-loops) on %s in %.3f s", f"{p.edges.n:,}",
+                f"{p.rows:,}", f"{p.self_loops:,}", p.device, p.renumber_seconds)
+    return Timed(p, p.read_seconds + p.renumber_seconds)
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
-def resolve_sources(loaded: Timed, prepared: Timed, sources: list) -> np.ndarray:
+def resolve_sources(prepared: Timed, sources: list) -> np.ndarray:
     """Dense vertex numbers of the user's source ids; every one must be a vertex of the graph."""
-    table, ids = loaded.value, prepared.value.ids
+    p: PreparedEdges = prepared.value
+    ids = p.ids
     if not sources:
-        raise InputError(f"{table.path}: a BFS source set is empty")
+        raise InputError(f"{p.path}: a BFS source set is empty")
     found = []
     for s in sources:
-        if table.names is not None:
-            code = table.names.index(str(s)).as_py()
+        if p.names is not None:
+            code = p.names.index(str(s)).as_py()
             dense = int(np.searchsorted(ids, code)) if code >= 0 else -1
             ok = code >= 0 and dense < ids.shape[0] and ids[dense] == code
         else:
             try:
                 value = int(s)
             except (TypeError, ValueError):
-                raise InputError(f"{table.path}: source {s!r} is not an integer vertex id") from None
+                raise InputError(f"{p.path}: source {s!r} is not an integer vertex id") from None
             dense = int(np.searchsorted(ids, value))
             ok = dense < ids.shape[0] and int(ids[dense]) == value
         if not ok:
-            raise InputError(f"{table.path}: source {s!r} is not a vertex of the graph")
+            raise InputError(f"{p.path}: source {s!r} is not a vertex of the graph")
         found.append(dense)
     return np.array(found, dtype=np.int64)
 
@@ -409,18 +434,18 @@ def _reported_total(weights) -> float | str:
     largest = float(xp.abs(weights).max()) if weights.size else 0.0
     # scaled by a power of two so that no partial sum overflows (exact for weights this large)
     shift = weights.size.bit_length() if largest >= np.finfo(np.float64).max / max(weights.size, 1) else 0
-    total = float((weights * 2.0**-shift).sum())
+    total = float((weights * 2.0**-shift).sum(dtype=np.float64))  # float32 sums overflow at 3.4e38
     try:
         return math.ldexp(total, shift)
     except OverflowError:
         return f"{Decimal(total) * Decimal(2) ** shift:.6e}"
 
 
-def bfs_table(table: EdgeTable, prepared: PreparedEdges, result: BFSResult) -> pa.Table:
+def bfs_table(prepared: PreparedEdges, result: BFSResult) -> pa.Table:
     """vertex, distance (null = unreached), predecessor (null for sources and unreached)."""
     dist = be.to_host(result.distance)
     pred = be.to_host(result.predecessor)
-    names = vertex_names(table, prepared.ids)
+    names = vertex_names(prepared.names, prepared.ids)
     reached = dist >= 0
     has_parent = reached & (dist > 0)
     parent_names = names.take(pa.array(np.where(has_parent, pred, 0)))
@@ -431,51 +456,48 @@ def bfs_table(table: EdgeTable, prepared: PreparedEdges, result: BFSResult) -> p
     })
 
 
-def forest_table(table: EdgeTable, prepared: PreparedEdges, forest: MSFResult) -> pa.Table:
-    """One row per forest edge: the chosen input edge's ids and weight, in input row order."""
-    rows = be.to_host(forest.edges)  # an edge's index is its input row
-    if table.names is not None:
-        src = table.names.take(pa.array(table.src[rows]))
-        dst = table.names.take(pa.array(table.dst[rows]))
-    else:
-        src, dst = pa.array(table.src[rows]), pa.array(table.dst[rows])
-    return pa.table({"src": src, "dst": dst, "weight": pa.array(table.weight[rows])})
+def forest_table(prepared: PreparedEdges, forest: MSFResult) -> pa.Table:
+    """One row per forest edge: the chosen input row's ids and weight (in the input's
+    precision), in input row order."""
+    e = prepared.edges
+    rows = forest.edges  # an edge's index is its input row
+    names = vertex_names(prepared.names, prepared.ids)
+    src, dst = (names.take(pa.array(be.to_host(end[rows]))) for end in (e.src, e.dst))
+    return pa.table({"src": src, "dst": dst, "weight": pa.array(be.to_host(e.weight[rows]))})
 
 
-def _write(name: str, table: pa.Table, output: str) -> Timed:
+@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False)
+def write_results(prepared: Timed, searches: list, outputs: list[str], forest: Timed | None = None,
+                  output: str | None = None, compression: str = DEFAULT_COMPRESSION) -> Timed:
+    """Every result file of the run at once, each written atomically: OUTPUT/bfs_distances.parquet
+    per search (``outputs``, in the order of ``searches``) and OUTPUT/mst_edges.parquet."""
+    p: PreparedEdges = prepared.value
     start = time.perf_counter()
+    tables = {Path(o) / "bfs_distances.parquet": bfs_table(p, s.value) for s, o in zip(searches, outputs)}
+    if forest is not None:
+        tables[Path(output) / "mst_edges.parquet"] = forest_table(p, forest.value)
     # absolute, as seen by the process that wrote them: the summary names them for the user
-    paths = [os.path.abspath(p) for p in write_many({name: table}, output)]
+    paths = [os.path.abspath(path) for path in write_many(tables, compression)]
     seconds = time.perf_counter() - start
-    get_run_logger().info("wrote %s (%s rows) in %.3f s", ", ".join(paths), f"{table.num_rows:,}", seconds)
+    for path, table in zip(paths, tables.values()):
+        get_run_logger().info("wrote %s (%s rows)", path, f"{table.num_rows:,}")
+    get_run_logger().info("wrote %d file(s) with %s compression in %.3f s", len(paths), compression, seconds)
     return Timed(paths, seconds)
 
 
-@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False)
-def write_distances(loaded: Timed, prepared: Timed, search: Timed, output: str) -> Timed:
-    """OUTPUT/bfs_distances.parquet, written atomically."""
-    return _write("bfs_distances.parquet", bfs_table(loaded.value, prepared.value, search.value), output)
-
-
-@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False)
-def write_forest(loaded: Timed, prepared: Timed, forest: Timed, output: str) -> Timed:
-    """OUTPUT/mst_edges.parquet, written atomically."""
-    return _write("mst_edges.parquet", forest_table(loaded.value, prepared.value, forest.value), output)
-
-
 @task(cache_policy=NO_CACHE, persist_result=False)
-def summarize(loaded: Timed, prepared: Timed, graph: Timed | None = None, searches: list = (),
+def summarize(prepared: Timed, graph: Timed | None = None, searches: list = (),
               source_sets: list = (), forest: Timed | None = None, checks: list = (),
-              writes: list = ()) -> dict:
+              writes: Timed | None = None) -> dict:
     """The run's figures, small enough to return to the flow (plain numbers and strings: it is
     the flow's persisted result): sizes, BFS levels per source set and GTEPS (Graph500: input
     edges inside the searched component, per second), the forest's size and weight, Boruvka
     rounds and edges/s, and the seconds of every stage. It runs only once every validation
     passed."""
-    table, p = loaded.value, prepared.value
-    summary = {"input": os.path.abspath(table.path), "backend": p.backend, "device": p.device,
-               "vertices": p.edges.n, "edges": table.rows, "self_loops_dropped": p.self_loops}
-    seconds = {"load": loaded.seconds, "prepare": prepared.seconds}
+    p = prepared.value
+    summary = {"input": os.path.abspath(p.path), "backend": p.backend, "device": p.device,
+               "vertices": p.edges.n, "edges": p.rows, "self_loops": p.self_loops}
+    seconds = {"load": p.read_seconds, "prepare": p.renumber_seconds}
     if searches:
         traversed = sum(int((s.value.distance[p.edges.src] >= 0).sum()) for s in searches)
         bfs_seconds = sum(s.seconds for s in searches)
@@ -489,20 +511,23 @@ def summarize(loaded: Timed, prepared: Timed, graph: Timed | None = None, search
     if forest is not None:
         f = forest.value
         summary.update({
-            "forest_edges": int(f.edges.shape[0]), "forest_weight": float(p.edges.weight[f.edges].sum()),
+            "forest_edges": int(f.edges.shape[0]), "forest_weight": _reported_total(p.edges.weight[f.edges]),
             "components": f.components, "rounds": f.rounds,
-            "edges_per_second": round(table.rows / forest.seconds) if forest.seconds > 0 else None,
+            "edges_per_second": round(p.rows / forest.seconds) if forest.seconds > 0 else None,
         })
         seconds["msf"] = forest.seconds
-    seconds.update(validate=sum(c.seconds for c in checks), write=sum(w.seconds for w in writes))
+    seconds.update(validate=sum(c.seconds for c in checks), write=writes.seconds if writes else 0.0)
     summary.update({f"{stage}_seconds": round(s, 4) for stage, s in seconds.items()})
     summary["validation"] = "passed"
-    summary["outputs"] = [path for w in writes for path in w.value]
+    summary["outputs"] = list(writes.value) if writes else []
     return summary
 
 
 def _number(x) -> str:
-    """Thousands separators; floats without trailing zeros, scientific when very large or small."""
+    """Thousands separators; floats without trailing zeros, scientific when very large or small;
+    text (a sum beyond float64's range) as it is."""
+    if isinstance(x, str):
+        return x
     if isinstance(x, int):
         return f"{x:,}"
     if x != 0 and (abs(x) >= 1e15 or abs(x) < 1e-4):
@@ -523,7 +548,7 @@ def summary_rows(summary: dict) -> list[dict]:
     row("validation", s["validation"])
     row("input", s["input"])
     row("vertices", _number(s["vertices"]))
-    row("edges", f"{_number(s['edges'])} input rows ({_number(s['self_loops_dropped'])} self-loops dropped)")
+    row("edges", f"{_number(s['edges'])} input rows ({_number(s['self_loops'])} self-loops, ignored)")
     if "forest_edges" in s:
         row("components", _number(s["components"]))
         row("forest", f"{_number(s['forest_edges'])} edges, total weight {_number(s['forest_weight'])}")

@@ -148,4 +148,4 @@ def test_without_a_server_the_command_starts_one_for_the_run_and_stops_it(tmp_pa
         runs = db.execute("SELECT id, name, state_type FROM flow_run").fetchall()
         assert [(name, state) for _, name, state in runs] == [("mst-graph", "COMPLETED")]
         messages = [m for (m,) in db.execute("SELECT message FROM log WHERE flow_run_id = ?", (runs[0][0],))]
-    assert any(m.startswith("mst done in") for m in messages), messages  # the last logs reached it
+    assert any(m.startswith("mst: ") and "validation passed" in m for m in messages), messages  # the last logs reached it

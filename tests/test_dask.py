@@ -65,7 +65,7 @@ class KillWorkerOnce(WorkerPlugin):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-@pytest.mark.parametrize("victim", ["spanning_forest", "write_forest"])
+@pytest.mark.parametrize("victim", ["spanning_forest", "write_results"])
 def test_worker_killed_mid_task_is_retried_and_outputs_are_identical(tmp_path, victim):
     graph = str(realgraphs_dir() / "rome99.parquet")
     undisturbed = mst_flow.with_options(task_runner=task_runner("threads"))(graph, output=str(tmp_path / "calm"))

@@ -67,9 +67,12 @@ def test_rerun_replaces_outputs_atomically_while_a_reader_reads(tmp_path):
     seen, errors, stop = [], [], threading.Event()
 
     def read_forever():
+        # one open per read: pq.read_table(path) opens a file twice (its footer, then its pages),
+        # so a replacement between the two opens mixes two files whatever the writer does
         while not stop.is_set():
             try:
-                seen.append(pq.read_table(out / "mst_edges.parquet"))
+                with open(out / "mst_edges.parquet", "rb") as handle:
+                    seen.append(pq.read_table(handle))
             except Exception as exc:  # a partial file would fail to parse
                 errors.append(exc)
 

@@ -27,7 +27,7 @@ def test_signal_after_the_read_stops_the_run_before_any_later_stage(tmp_path, ru
                             "--verbose"], cwd=ROOT, env={**os.environ, "PREFECT_LOGGING_LEVEL": "INFO"},
                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     for line in run.stderr:
-        if "read 1048576 edges" in line:
+        if "read 1,048,576 edges" in line:
             run.send_signal(signum)
             break
     else:

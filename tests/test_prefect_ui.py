@@ -58,7 +58,7 @@ def test_summary_artifact_is_the_flow_runs_own_readable_table(tmp_path):
     assert values["validation"] == "passed"
     assert values["input"] == graph and Path(values["input"]).is_absolute()
     assert values["vertices"] == "3,353"  # thousands separators
-    assert values["edges"] == "8,870 input rows (0 self-loops dropped)"
+    assert values["edges"] == "8,870 input rows (0 self-loops, ignored)"
     assert values["components"] == f"{summary['components']:,}"
     assert values["forest"] == f"{summary['forest_edges']:,} edges, total weight {summary['forest_weight']:,.0f}"
     assert values["BFS"] == f"{summary['levels'][0]:,} levels, reached 3,353 of 3,353 vertices"
