@@ -150,14 +150,16 @@ def renumber_partitioned(comm, src, dst):
 
 
 def locate(comm, own: Ownership, owned_ids, ids):
-    """Dense id of each input id in ``ids`` (host array, same on every rank); -1 where no rank
-    owns it. Returns a host int64 array."""
+    """Dense id of each input id in ``ids`` (Python integers, the same on every rank); -1 where
+    no rank owns it. Returns a host int64 array."""
     xp = array_module(owned_ids)
-    query = xp.asarray(np.asarray(ids).astype(owned_ids.dtype))
+    info = np.iinfo(owned_ids.dtype)
+    fits = np.array([info.min <= v <= info.max for v in ids], dtype=bool)
+    query = xp.asarray(np.array([v if ok else 0 for v, ok in zip(ids, fits)], dtype=owned_ids.dtype))
     found = xp.full(query.shape[0], -1, dtype=np.int64)
     if own.owned:
         pos = xp.minimum(xp.searchsorted(owned_ids, query), own.owned - 1)
-        found = xp.where(owned_ids[pos] == query, pos + own.lo, found)
+        found = xp.where((owned_ids[pos] == query) & xp.asarray(fits), pos + own.lo, found)
     return to_host(comm.allreduce(found, "max"))
 
 

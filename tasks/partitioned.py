@@ -103,14 +103,12 @@ def _source_plan(source, source_sets) -> tuple[list[list], list[str]]:
     return [], []
 
 
-def _integer_ids(path: str, ids: list) -> list[int]:
-    out = []
+def _check_integer_ids(path: str, ids: list) -> None:
     for s in ids:
         try:
-            out.append(int(s))
+            int(s)
         except (TypeError, ValueError):
             raise InputError(f"{path}: source {s!r} is not an integer vertex id") from None
-    return out
 
 
 def _workers(client) -> list[str]:
@@ -159,7 +157,8 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
     if not sets and not forest:
         raise InputError("nothing to compute: give a BFS source or ask for the forest")
     plan = plan_input(input, src_col, dst_col, weight_col if forest else None)
-    sets = [_integer_ids(plan.path, s) for s in sets]
+    for ids in sets:
+        _check_integer_ids(plan.path, ids)
     if client is None:
         count = parse_partitions(partitions)
         with _own_cluster(count if count != "auto" else 1) as own:
@@ -263,10 +262,11 @@ def _cause(errors: dict[int, BaseException], lost: dict[int, str]) -> BaseExcept
     own = {r: e for r, e in errors.items() if not isinstance(e, (CommError, KilledWorker))}
     if own:
         return own[min(own)]
-    lost.update({r: "its worker" for r, e in errors.items() if isinstance(e, KilledWorker) and r not in lost})
+    lost.update({r: "" for r, e in errors.items() if isinstance(e, KilledWorker) and r not in lost})
     if lost:
         rank = min(lost)
-        return PartitionFailed(f"partitioned run failed: rank {rank} was lost ({lost[rank]} died); nothing was written")
+        where = f" ({lost[rank]})" if lost[rank] else ""
+        return PartitionFailed(f"partitioned run failed: the worker of rank {rank}{where} died; nothing was written")
     rank = min(errors)
     return PartitionFailed(f"partitioned run failed: {errors[rank]}; nothing was written")
 

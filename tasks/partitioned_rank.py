@@ -40,7 +40,7 @@ class RunSpec:
     staging: str
     layout: str
     compression: str
-    source_sets: list[list]  # input ids per search
+    source_sets: list[list]  # input ids per search, as the user gave them (integers or their text)
     bfs_results: list[str]  # where each search's result goes, relative to the output
     forest: bool
     directed: bool
@@ -115,7 +115,7 @@ class _Rank:
             graph = build_local_graph(comm, own, src, dst, spec.directed)
             self._phase("csr", started, "csr")
             for k, ids in enumerate(spec.source_sets):
-                dense = locate(comm, own, owned_ids, np.asarray(ids, dtype=plan.id_dtype))
+                dense = locate(comm, own, owned_ids, [int(v) for v in ids])
                 if (dense < 0).any():
                     missing = ids[int(np.flatnonzero(dense < 0)[0])]
                     raise InputError(f"{plan.path}: source {missing!r} is not a vertex of the graph")
