@@ -36,7 +36,7 @@ import numpy as np
 
 from kernels.backend import array_module, segment_owner, to_host
 from kernels.bfs import ALPHA, BETA
-from kernels.graph import CSR, MAX_VERTICES, EdgeList, build_csr
+from kernels.graph import CSR, MAX_VERTICES, EdgeList, build_csr, renumber
 from kernels.msf import minimum_spanning_forest
 
 # Bottom-up probes each unvisited vertex's first PROBES in-neighbours one position at a time
@@ -125,14 +125,14 @@ def _hash_owner(ids, size: int):
 def renumber_partitioned(comm, src, dst):
     """Dense int32 ids for integer input ids spread over the ranks.
 
-    Each rank sends its distinct ids to their hashed owners; each owner numbers what it owns in
+    Each rank numbers its own share's ids (kernels.graph.renumber) and sends the distinct ones
+    to their hashed owners; each owner numbers what it owns in
     ascending id order, offset by the prefix sum of the owners' counts; the numbers travel back
     the way the ids came. Returns ``(src_dense, dst_dense, owned_ids, ownership)``:
     ``owned_ids[i]`` is the input id of dense vertex ``lo + i`` (ascending).
     """
     xp = array_module(src)
-    m = int(src.shape[0])
-    keys, inverse = xp.unique(xp.concatenate([src, dst]), return_inverse=True)
+    local_src, local_dst, keys = renumber(src, dst)  # this share's distinct ids, ascending
     order, counts = _group_by(xp, _hash_owner(keys, comm.size), comm.size)
     received, received_counts = comm.alltoallv(keys[order], counts)
     owned_ids, back = xp.unique(received, return_inverse=True)
@@ -145,8 +145,7 @@ def renumber_partitioned(comm, src, dst):
     answers, _ = comm.alltoallv(numbers, received_counts, recv_counts=counts)
     dense = xp.empty(keys.shape[0], dtype=np.int32)
     dense[order] = answers
-    inverse = inverse.reshape(-1)
-    return dense[inverse[:m]], dense[inverse[m:]], owned_ids, own
+    return dense[local_src], dense[local_dst], owned_ids, own
 
 
 def locate(comm, own: Ownership, owned_ids, ids):

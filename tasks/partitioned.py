@@ -93,6 +93,22 @@ def choose_partitions(requested, rows: int, free: list[int], backend: str, path:
         "--backend numpy (GRAPH_BACKEND=numpy) to compute on the CPU")
 
 
+def count_partitions(input: str, partitions="auto", *, backend: str | None = None, client=None,
+                     src_col: str = "src", dst_col: str = "dst") -> int:
+    """How many partitions a run of ``input`` would use on ``client``'s workers (this process
+    when None): what a flow asks before choosing between the one-partition recipe and
+    ``partitioned_run``. Reads only the Parquet footers."""
+    plan = plan_input(input, src_col, dst_col, None)
+    if client is None:
+        backend = be.resolve(backend)
+        free = [be.device_memory_free()] if backend == "cupy" else []
+    else:
+        workers = _workers(client)
+        backend = next(iter(client.run(be.resolve, backend, workers=workers[:1]).values()))
+        free = list(client.run(be.device_memory_free, workers=workers).values()) if backend == "cupy" else []
+    return choose_partitions(partitions, plan.rows, free, backend, plan.path)
+
+
 def _source_plan(source, source_sets) -> tuple[list[list], list[str]]:
     if source and source_sets:
         raise InputError("give either source (one search) or source_sets (one search per set)")

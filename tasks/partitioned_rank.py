@@ -21,7 +21,7 @@ from kernels import backend as be
 from kernels.partitioned import bfs_partitioned, build_local_graph, fetch, locate, msf_partitioned, renumber_partitioned
 from kernels.partitioned_verify import verify_bfs_partitioned, verify_forest_partitioned
 from tasks.comm import Mesh, TcpCommunicator
-from tasks.errors import InputError, ValidationFailed
+from tasks.errors import DeviceMemoryError, InputError, ValidationFailed
 from tasks.partitioned_io import FOREST_RESULT, InputPlan, bfs_table, forest_table, merge_parts, read_share, write_part
 
 log = logging.getLogger("graph.partitioned")
@@ -74,7 +74,15 @@ def rank_main(spec: RunSpec, rank: int) -> dict:
         mesh.close(clean=False)
         raise
     with comm:
-        return _Rank(spec, rank, comm).run()
+        try:
+            return _Rank(spec, rank, comm).run()
+        except Exception as exc:
+            if type(exc).__name__ != "OutOfMemoryError":
+                raise
+            start, stop = spec.plan.share(rank, spec.size)
+            raise DeviceMemoryError(
+                f"{spec.plan.path}: rank {rank} ran out of GPU memory on its {stop - start} edges ({exc}); "
+                "run with more partitions (GPU workers) or --backend numpy") from None
 
 
 class _Rank:

@@ -41,34 +41,44 @@ def inputs(rank, size):
     return rng.integers(-1000, 1000, 5), rng.random(rank * 3), counts, rng.integers(0, 10**12, int(counts.sum()))
 
 
-@pytest.mark.parametrize("size", [1, 2, 3])
-def test_collectives_give_what_numpy_gives_on_the_gathered_inputs(size):
-    def program(comm):
-        small, floats, counts, send = inputs(comm.rank, size)
-        return (comm.allreduce(small, "sum"), comm.allreduce(small, "max"), comm.allreduce(small, "min"),
-                comm.allgatherv(floats), comm.alltoallv(send, counts),
-                comm.broadcast(floats if comm.rank == size - 1 else np.empty(0), size - 1),
-                comm.allreduce(np.array([True, False]) if comm.rank == 0 else np.array([False, False]), "max"))
+def collectives(comm, xp=np):
+    """Every collective once, on arrays of ``xp``; the results as host arrays."""
+    small, floats, counts, send = inputs(comm.rank, comm.size)
+    last = comm.size - 1
+    flags = np.array([comm.rank == 0, False])
+    got = (comm.allreduce(xp.asarray(small), "sum"), comm.allreduce(xp.asarray(small), "max"),
+           comm.allreduce(xp.asarray(small), "min"), *comm.allgatherv(xp.asarray(floats)),
+           *comm.alltoallv(xp.asarray(send), counts),
+           comm.broadcast(xp.asarray(floats if comm.rank == last else np.empty(0)), last),
+           comm.allreduce(xp.asarray(flags), "max"))
+    return [a if isinstance(a, np.ndarray) else a.get() for a in got]
 
-    results = run_ranks(size, program)
+
+def check_collectives(results, size):
+    """Each rank's results equal NumPy's on the inputs of all ranks."""
     every = [inputs(r, size) for r in range(size)]
     smalls = np.stack([e[0] for e in every])
     for r, got in enumerate(results):
         assert not isinstance(got, BaseException), got
-        total, most, least, (gathered, gathered_counts), (received, received_counts), root, flags = got
+        total, most, least, gathered, gathered_counts, received, received_counts, root, flags = got
         np.testing.assert_array_equal(total, smalls.sum(axis=0))
         np.testing.assert_array_equal(most, smalls.max(axis=0))
         np.testing.assert_array_equal(least, smalls.min(axis=0))
         np.testing.assert_array_equal(gathered, np.concatenate([e[1] for e in every]))
         assert gathered_counts.tolist() == [3 * q for q in range(size)]
         expected = []
-        for q, (_, _, counts, send) in enumerate(every):
+        for _, _, counts, send in every:
             start = int(counts[:r].sum())
             expected.append(send[start:start + counts[r]])
         np.testing.assert_array_equal(received, np.concatenate(expected))
         assert received_counts.tolist() == [e.shape[0] for e in expected]
         np.testing.assert_array_equal(root, every[size - 1][1])
         assert flags.tolist() == [True, False]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_collectives_give_what_numpy_gives_on_the_gathered_inputs(size):
+    check_collectives(run_ranks(size, collectives), size)
 
 
 def test_large_messages_cross_in_both_directions_at_once():

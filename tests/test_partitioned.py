@@ -22,7 +22,7 @@ from kernels.graph import build_graph, edge_list, renumber
 from kernels.msf import minimum_spanning_forest
 from kernels.verify import verify_bfs
 from tasks.errors import InputError
-from tasks.partitioned import PartitionFailed, choose_partitions, run_partitioned
+from tasks.partitioned import PartitionFailed, choose_partitions, count_partitions, run_partitioned
 from tests.conftest import REAL_GRAPHS, realgraphs_dir
 from tests.references import scipy_msf_weight
 
@@ -207,6 +207,9 @@ def test_partition_count_auto_and_memory_refusal():
         choose_partitions(3, 10, [gib, gib], "cupy", "g")
     with pytest.raises(InputError, match="partitions must be a positive integer or 'auto'"):
         choose_partitions("many", 10, [], "numpy", "g")
+    graph = str(realgraphs_dir() / "netscience.parquet")
+    assert count_partitions(graph, "auto", backend="numpy") == 1
+    assert count_partitions(graph, "3", backend="numpy") == 3
 
 
 class KillRankAt(WorkerPlugin):
