@@ -126,9 +126,8 @@ def renumber_partitioned(comm, src, dst):
     """Dense int32 ids for integer input ids spread over the ranks.
 
     Each rank numbers its own share's ids (kernels.graph.renumber) and sends the distinct ones
-    to their hashed owners; each owner numbers what it owns in
-    ascending id order, offset by the prefix sum of the owners' counts; the numbers travel back
-    the way the ids came. Returns ``(src_dense, dst_dense, owned_ids, ownership)``:
+    to their hashed owners; each owner numbers what it owns in ascending id order, offset by
+    the prefix sum of the owners' counts; the numbers travel back the way the ids came. Returns ``(src_dense, dst_dense, owned_ids, ownership)``:
     ``owned_ids[i]`` is the input id of dense vertex ``lo + i`` (ascending).
     """
     xp = array_module(src)

@@ -133,9 +133,10 @@ def _workers(client) -> list[str]:
 
 
 @contextmanager
-def _own_cluster(partitions: int):
-    """A cluster of ``partitions`` single-threaded workers for a run given no client: GPU
-    workers when there is a GPU. NCCL_NVLS_ENABLE=0 reaches them through the environment."""
+def _own_cluster(partitions: int | None):
+    """A cluster of ``partitions`` single-threaded workers for a run given no client (None: one
+    per GPU, or one on the CPU): GPU workers when there is a GPU. NCCL_NVLS_ENABLE=0 reaches
+    them through the environment."""
     saved = os.environ.get("NCCL_NVLS_ENABLE")
     os.environ["NCCL_NVLS_ENABLE"] = "0"
     try:
@@ -144,7 +145,7 @@ def _own_cluster(partitions: int):
 
             cluster = LocalCUDACluster(n_workers=partitions, protocol="tcp", dashboard_address=None)
         else:
-            cluster = distributed.LocalCluster(n_workers=partitions, threads_per_worker=1, dashboard_address=None)
+            cluster = distributed.LocalCluster(n_workers=partitions or 1, threads_per_worker=1, dashboard_address=None)
     finally:
         if saved is None:
             os.environ.pop("NCCL_NVLS_ENABLE", None)
@@ -177,7 +178,7 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
         _check_integer_ids(plan.path, ids)
     if client is None:
         count = parse_partitions(partitions)
-        with _own_cluster(count if count != "auto" else 1) as own:
+        with _own_cluster(None if count == "auto" else count) as own:
             return _drive(own, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
                           output, output_layout, compression, timeout, started)
     return _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
@@ -205,6 +206,7 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
     token = uuid.uuid4().hex
     staging = out / staging_name(token)
     staging.mkdir()
+    futures = []
     try:
         endpoints = client.gather([
             client.submit(open_endpoint, token, rank, size, get_address_host(w), workers=[w],
@@ -224,6 +226,7 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
         summaries = _await_ranks(client, futures, workers)
         placed = publish(staging, out, bfs_results + ([FOREST_RESULT] if forest else []))
     except BaseException:
+        client.cancel([f for f in futures if f.status not in ("finished", "error")])
         shutil.rmtree(staging, ignore_errors=True)
         if created:
             try:
@@ -301,3 +304,16 @@ def partitioned_run(input: str, output: str, partitions=2, **options) -> dict:
             summary = run_partitioned(input, output, partitions, client=client, **options)
     get_run_logger().info("partitioned run on %d ranks: %s", summary["partitions"], summary)
     return summary
+
+
+@task(cache_policy=NO_CACHE)
+def decide_partitions(input: str, partitions="auto", backend: str | None = None, src_col: str = "src",
+                      dst_col: str = "dst") -> int:
+    """How many partitions the run will use (count_partitions, asked of the task runner's
+    cluster when this task runs on a Dask worker): 1 means the one-partition recipe."""
+    try:
+        distributed.get_worker()
+    except ValueError:
+        return count_partitions(input, partitions, backend=backend, src_col=src_col, dst_col=dst_col)
+    with distributed.worker_client() as client:
+        return count_partitions(input, partitions, backend=backend, client=client, src_col=src_col, dst_col=dst_col)

@@ -262,6 +262,8 @@ def part_path(staging: Path, result: str, rank: int, layout: str) -> Path:
 def write_part(table: pa.Table, staging: Path, result: str, rank: int, layout: str,
                compression: str = DEFAULT_COMPRESSION) -> Path:
     target = part_path(staging, result, rank, layout)
+    if not staging.is_dir():  # the driver gave the run up and removed it: do not recreate it
+        raise OutputError(f"{staging}: the run's staging directory is gone (the run was cancelled)")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, target, compression=compression)

@@ -259,14 +259,16 @@ def test_the_prefect_task_runs_the_ranks_on_the_flows_dask_workers(client, tmp_p
     from prefect import flow
     from prefect_dask import DaskTaskRunner
 
-    from tasks.partitioned import partitioned_run
+    from tasks.partitioned import decide_partitions, partitioned_run
 
     path = realgraphs_dir() / "netscience.parquet"
 
     @flow(task_runner=DaskTaskRunner(address=client.scheduler.address))
     def partitioned_flow():
-        return partitioned_run.submit(str(path), str(tmp_path / "out"), 3, source=["0"]).result()
+        auto = decide_partitions.submit(str(path), "auto").result()
+        return auto, partitioned_run.submit(str(path), str(tmp_path / "out"), 3, source=["0"]).result()
 
-    summary = partitioned_flow()
+    auto, summary = partitioned_flow()
+    assert auto == 1  # on the CPU, auto keeps one partition
     assert summary["partitions"] == 3 and summary["reached"][0] > 0
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["bfs_distances.parquet", "mst_edges.parquet"]
