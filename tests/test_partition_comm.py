@@ -101,7 +101,8 @@ def test_ranks_that_disagree_on_the_dtype_raise_instead_of_misreading():
 
 def test_a_rank_that_dies_mid_collective_makes_its_peers_raise_peer_lost_not_wait():
     """Rank 2 drops its connections (as the kernel does for a killed process) while ranks 0
-    and 1 wait for it; they raise PeerLost, well before the 60 s timeout would."""
+    and 1 wait for it; they raise PeerLost, well before the 60 s timeout would (the first to
+    notice gives up and closes too, so the other may see either peer go)."""
     def program(comm):
         comm.allreduce(np.ones(2))
         if comm.rank == 2:
@@ -112,8 +113,8 @@ def test_a_rank_that_dies_mid_collective_makes_its_peers_raise_peer_lost_not_wai
     started = time.monotonic()
     results = run_ranks(3, program, timeout=60.0)
     assert results[2] == "gone"
-    for got in results[:2]:
-        assert isinstance(got, PeerLost) and "rank 2" in str(got), got
+    assert all(isinstance(got, PeerLost) for got in results[:2]), results
+    assert any("rank 2" in str(got).split(":", 1)[1] for got in results[:2]), results
     assert time.monotonic() - started < 60.0
 
 
