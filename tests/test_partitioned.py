@@ -247,7 +247,7 @@ def test_a_killed_rank_fails_the_run_cleanly(client, tmp_path, phase):
             run_partitioned(str(path), str(tmp_path / "out"), 3, source=["1"], client=client, timeout=120)
     finally:
         client.unregister_worker_plugin("kill-rank")
-        client.wait_for_workers(3, timeout=60)
+        client.wait_for_workers(3, timeout=180)
     assert marker.exists(), "no rank was killed: the test did not test anything"
     message = str(failure.value)
     victim = phase.split(":")[0]
