@@ -113,7 +113,6 @@ def _group_by(xp, dest, size: int):
 
 def _hash_owner(ids, size: int):
     """Owner rank of each id: a 64-bit finalizer mix (MurmurHash3's) of its bits, modulo size."""
-    xp = array_module(ids)
     x = ids.astype(np.uint64)
     for mult in (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53):
         x ^= x >> np.uint64(33)

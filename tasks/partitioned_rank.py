@@ -103,7 +103,7 @@ class _Rank:
         return int(be.to_host(self.comm.allreduce(self.xp.asarray([value], dtype=np.int64), "sum"))[0])
 
     def run(self) -> dict:
-        spec, xp, comm = self.spec, self.xp, self.comm
+        spec, comm = self.spec, self.comm
         plan = spec.plan
         started = time.perf_counter()
         share = read_share(plan, self.rank, spec.size)
