@@ -1,0 +1,370 @@
+"""Partitioned graph algorithms: one graph spread over ``comm.size`` ranks (one process, and one
+GPU, each) that talk only through a communicator. Every rank runs the same calls in the same
+order (SPMD); each routine here is collective.
+
+Communicator protocol (``comm``; NumPy arrays on the CPU communicator, CuPy arrays on NCCL's):
+- ``comm.rank``, ``comm.size``.
+- ``comm.allreduce(x, op)``: elementwise ``"sum"`` / ``"max"`` / ``"min"`` of every rank's ``x``
+  (same shape and dtype on every rank), returned on every rank.
+- ``comm.allgatherv(x)``: ``(every rank's x concatenated in rank order, counts)``.
+- ``comm.alltoallv(send, counts, recv_counts=None)``: ``send`` holds ``counts[r]`` elements for
+  rank r, in rank order; returns ``(recv, recv_counts)``: what each rank sent here, in rank
+  order. A caller that knows ``recv_counts`` passes them and saves a count exchange.
+- ``comm.broadcast(x, root)``: root's ``x`` on every rank (the others pass an array of the same
+  dtype, any length).
+``counts`` are host int64 arrays of length ``comm.size``.
+
+Encodings:
+- Dense vertex ids are int32 in [0, n), n the global vertex count. Rank r owns the contiguous
+  range [bounds[r], bounds[r+1]) (``bounds``: host int64 [size + 1]); an id's owner is found by
+  a binary search in ``bounds``. Renumbering hashes each input id to its owner, so the owner of
+  an id is also the owner of its vertex, and each owner numbers its ids in ascending order.
+- Each rank holds a contiguous share of the input rows as dense ``src``/``dst`` (int32) and
+  ``weight``: the edge at index i is global input row ``row_offset + i``. Self-loops stay.
+- ``LocalGraph``: the CSR rows of the owned vertices. ``out`` row v - lo lists the heads of the
+  arcs leaving v (global dense ids); ``inc`` lists the tails of the arcs entering v (the same
+  object when undirected, where each edge is an arc both ways). Self-loops are left out.
+- BFS: ``distance`` / ``predecessor`` int32 over the owned vertices, predecessor a global dense
+  id; -1 means unreached, a source is its own parent.
+- MSF: the forest as the ascending global input rows of its edges, the same on every rank.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from kernels.backend import array_module, segment_owner, to_host
+from kernels.bfs import ALPHA, BETA
+from kernels.graph import CSR, MAX_VERTICES, EdgeList, build_csr, renumber
+from kernels.msf import minimum_spanning_forest
+
+# Bottom-up probes each unvisited vertex's first PROBES in-neighbours one position at a time
+# before one segmented scan of the rest of the survivors' lists.
+PROBES = 4
+
+
+@dataclass
+class Ownership:
+    """Who owns which dense vertex ids."""
+
+    bounds: np.ndarray  # host int64 [size + 1]
+    rank: int
+
+    @property
+    def lo(self) -> int:
+        return int(self.bounds[self.rank])
+
+    @property
+    def hi(self) -> int:
+        return int(self.bounds[self.rank + 1])
+
+    @property
+    def owned(self) -> int:
+        return self.hi - self.lo
+
+    @property
+    def n(self) -> int:
+        return int(self.bounds[-1])
+
+
+@dataclass
+class LocalGraph:
+    out: CSR
+    inc: CSR
+    own: Ownership
+    directed: bool
+
+
+@dataclass
+class PartitionedBFS:
+    distance: object  # int32 [owned]
+    predecessor: object  # int32 [owned], global dense ids
+    levels: int
+    steps: list = field(default_factory=list)
+
+
+@dataclass
+class PartitionedForest:
+    rows: object  # int64, ascending global input rows of the forest's edges (every rank)
+    components: int
+    rounds: int  # Boruvka rounds: the most any rank ran, local forest and merges together
+    merges: int  # pairwise merge steps (ceil(log2(size)))
+
+
+def _counts_by_owner(xp, sorted_ids, bounds):
+    """Elements of ascending ``sorted_ids`` that fall in each owner's range (host int64)."""
+    cuts = xp.searchsorted(sorted_ids, xp.asarray(bounds))
+    return to_host(cuts[1:] - cuts[:-1]).astype(np.int64)
+
+
+def owner_of(ids, bounds):
+    xp = array_module(ids)
+    return (xp.searchsorted(xp.asarray(bounds), ids, side="right") - 1).astype(np.int32)
+
+
+def _group_by(xp, dest, size: int):
+    """A stable order that groups elements by destination rank, and the group sizes."""
+    # small integer keys: NumPy's stable argsort is a radix sort on 16-bit types
+    key = dest.astype(np.int16) if size < 2**15 else dest
+    order = xp.argsort(key, kind="stable")
+    return order, to_host(xp.bincount(dest, minlength=size)).astype(np.int64)
+
+
+def _hash_owner(ids, size: int):
+    """Owner rank of each id: a 64-bit finalizer mix (MurmurHash3's) of its bits, modulo size."""
+    x = ids.astype(np.uint64)
+    for mult in (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53):
+        x ^= x >> np.uint64(33)
+        x *= np.uint64(mult)
+    x ^= x >> np.uint64(33)
+    return (x % np.uint64(size)).astype(np.int32)
+
+
+def renumber_partitioned(comm, src, dst):
+    """Dense int32 ids for integer input ids spread over the ranks.
+
+    Each rank numbers its own share's ids (kernels.graph.renumber) and sends the distinct ones
+    to their hashed owners; each owner numbers what it owns in ascending id order, offset by
+    the prefix sum of the owners' counts; the numbers travel back the way the ids came. Returns ``(src_dense, dst_dense, owned_ids, ownership)``:
+    ``owned_ids[i]`` is the input id of dense vertex ``lo + i`` (ascending).
+    """
+    xp = array_module(src)
+    local_src, local_dst, keys = renumber(src, dst)  # this share's distinct ids, ascending
+    order, counts = _group_by(xp, _hash_owner(keys, comm.size), comm.size)
+    received, received_counts = comm.alltoallv(keys[order], counts)
+    owned_ids, back = xp.unique(received, return_inverse=True)
+    sizes, _ = comm.allgatherv(xp.asarray([owned_ids.shape[0]], dtype=np.int64))
+    bounds = np.concatenate([[0], np.cumsum(to_host(sizes))]).astype(np.int64)
+    if bounds[-1] > MAX_VERTICES:
+        raise ValueError(f"{bounds[-1]} distinct vertex ids: more than {MAX_VERTICES} are not supported")
+    own = Ownership(bounds, comm.rank)
+    numbers = (back.reshape(-1) + own.lo).astype(np.int32)
+    answers, _ = comm.alltoallv(numbers, received_counts, recv_counts=counts)
+    dense = xp.empty(keys.shape[0], dtype=np.int32)
+    dense[order] = answers
+    return dense[local_src], dense[local_dst], owned_ids, own
+
+
+def locate(comm, own: Ownership, owned_ids, ids):
+    """Dense id of each input id in ``ids`` (Python integers, the same on every rank); -1 where
+    no rank owns it. Returns a host int64 array."""
+    xp = array_module(owned_ids)
+    info = np.iinfo(owned_ids.dtype)
+    fits = np.array([info.min <= v <= info.max for v in ids], dtype=bool)
+    query = xp.asarray(np.array([v if ok else 0 for v, ok in zip(ids, fits)], dtype=owned_ids.dtype))
+    found = xp.full(query.shape[0], -1, dtype=np.int64)
+    if own.owned:
+        pos = xp.minimum(xp.searchsorted(owned_ids, query), own.owned - 1)
+        found = xp.where((owned_ids[pos] == query) & xp.asarray(fits), pos + own.lo, found)
+    return to_host(comm.allreduce(found, "max"))
+
+
+def fetch(comm, own: Ownership, values, query):
+    """``values[v - lo]`` from the owner of v, for every dense id v in ``query`` (each rank asks
+    for its own ids, in any order, repeats allowed)."""
+    xp = array_module(values)
+    asked, inverse = xp.unique(query, return_inverse=True)
+    counts = _counts_by_owner(xp, asked, own.bounds)
+    incoming, incoming_counts = comm.alltoallv(asked, counts)
+    answers, _ = comm.alltoallv(values[incoming - own.lo], incoming_counts, recv_counts=counts)
+    return answers[inverse.reshape(-1)]
+
+
+def _route_arcs(comm, own: Ownership, tails, heads):
+    """Send each arc tails[i] -> heads[i] to the owner of its tail; returns the owner's arcs as
+    (local row, global head), in (sending rank, sending order) order."""
+    xp = array_module(tails)
+    order, counts = _group_by(xp, owner_of(tails, own.bounds), comm.size)
+    packed = (tails.astype(np.int64) << 32) | heads.astype(np.int64)
+    arcs, _ = comm.alltoallv(packed[order], counts)
+    return (arcs >> 32).astype(np.int32) - np.int32(own.lo), (arcs & 0xFFFFFFFF).astype(np.int32)
+
+
+def build_local_graph(comm, own: Ownership, src, dst, directed: bool) -> LocalGraph:
+    """The CSR rows of this rank's vertices, from every rank's share of the edges."""
+    xp = array_module(src)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    if directed:
+        out = build_csr(*_route_arcs(comm, own, src, dst), own.owned)
+        inc = build_csr(*_route_arcs(comm, own, dst, src), own.owned)
+        return LocalGraph(out, inc, own, True)
+    both = build_csr(*_route_arcs(comm, own, xp.concatenate([src, dst]), xp.concatenate([dst, src])), own.owned)
+    return LocalGraph(both, both, own, False)
+
+
+def _scan(indices, starts, counts):
+    """indices[starts[i] : starts[i] + counts[i]] for every i, concatenated, and each one's i."""
+    xp = array_module(indices)
+    which = np.repeat(np.arange(counts.shape[0]), counts) if xp is np else segment_owner(counts)
+    first = xp.cumsum(counts) - counts
+    pos = xp.arange(which.shape[0], dtype=np.int64) - first[which] + starts[which]
+    return indices[pos], which
+
+
+def _expand(csr: CSR, rows):
+    """Every entry of the given CSR rows, in row order, and the position in ``rows`` of its row."""
+    starts = csr.indptr[rows]
+    return _scan(csr.indices, starts, csr.indptr[rows + 1] - starts)
+
+
+def _top_down(comm, g: LocalGraph, frontier, distance, predecessor, level):
+    """Owner-routed top-down step: each rank proposes (vertex, parent) for the unvisited
+    neighbours of its frontier to their owners; an owner takes the first proposal per vertex in
+    (rank, frontier order) order. Returns the owned vertices discovered (local indices)."""
+    xp = array_module(distance)
+    own = g.own
+    heads, which = _expand(g.out, frontier)
+    parents = (frontier[which] + own.lo).astype(np.int32)
+    local = (heads >= own.lo) & (heads < own.hi)
+    if own.owned:  # a local head already visited needs no message
+        seen = local & (distance[xp.where(local, heads - own.lo, 0)] >= 0)
+        heads, parents = heads[~seen], parents[~seen]
+    heads, first = xp.unique(heads, return_index=True)  # ascending: grouped by owner
+    packed = (heads.astype(np.int64) << 32) | parents[first].astype(np.int64)
+    proposals, _ = comm.alltoallv(packed, _counts_by_owner(xp, heads, own.bounds))
+    vertex = (proposals >> 32) - own.lo
+    parent = (proposals & 0xFFFFFFFF).astype(np.int32)
+    fresh = distance[vertex] < 0
+    vertex, parent = vertex[fresh], parent[fresh]
+    found, first = xp.unique(vertex, return_index=True)
+    distance[found] = level + 1
+    predecessor[found] = parent[first]
+    return found
+
+
+def _frontier_everywhere(comm, own: Ownership, frontier):
+    """The global frontier as a bool array over all n vertices: each rank's bitmap of its own
+    range, packed to bits, gathered, unpacked."""
+    xp = array_module(frontier)
+    mine = xp.zeros(own.owned, dtype=bool)
+    mine[frontier] = True
+    packed, counts = comm.allgatherv(xp.packbits(mine))
+    bits = xp.unpackbits(packed)
+    starts = 8 * np.concatenate([[0], np.cumsum(counts)])
+    sizes = np.diff(own.bounds)
+    return xp.concatenate([bits[starts[r]:starts[r] + sizes[r]] for r in range(sizes.shape[0])]).astype(bool)
+
+
+def _bottom_up(comm, g: LocalGraph, frontier, distance, predecessor, level):
+    """Bottom-up step over a replicated frontier: each unvisited owned vertex takes its first
+    in-neighbour (CSR order) that is in the frontier. No other communication."""
+    xp = array_module(distance)
+    in_frontier = _frontier_everywhere(comm, g.own, frontier)
+    indptr, indices = g.inc.indptr, g.inc.indices
+    cand = xp.flatnonzero(distance < 0)
+    start = indptr[cand]
+    count = indptr[cand + 1] - start
+    live = count > 0
+    cand, start, count = cand[live], start[live], count[live]
+    found, parents = [], []
+    for k in range(PROBES):
+        if cand.shape[0] == 0:
+            break
+        nb = indices[start + k]
+        hit = in_frontier[nb]
+        found.append(cand[hit])
+        parents.append(nb[hit])
+        more = ~hit & (count > k + 1)
+        cand, start, count = cand[more], start[more], count[more]
+    if cand.shape[0]:
+        nb, who = _scan(indices, start + PROBES, count - PROBES)
+        hit = xp.flatnonzero(in_frontier[nb])
+        who = who[hit]
+        first = xp.ones(who.shape[0], dtype=bool)
+        first[1:] = who[1:] != who[:-1]  # owners ascending: each one's first hit
+        found.append(cand[who[first]])
+        parents.append(nb[hit[first]])
+    nxt = xp.concatenate(found) if found else xp.empty(0, dtype=np.int64)
+    distance[nxt] = level + 1
+    predecessor[nxt] = xp.concatenate(parents) if parents else xp.empty(0, dtype=np.int32)
+    return nxt
+
+
+def bfs_partitioned(comm, g: LocalGraph, sources, depth_limit: int | None = None, on_level=None) -> PartitionedBFS:
+    """Level-synchronous, direction-optimizing BFS from the dense ids ``sources`` (host array,
+    the same on every rank). One direction decision per level, from statistics summed over the
+    ranks with kernels.bfs's ALPHA / BETA rule, so every rank takes the same step.
+    ``on_level(levels_done, global_frontier_size)`` is called after each step."""
+    xp = array_module(g.out.indptr)
+    own = g.own
+    distance = xp.full(own.owned, -1, dtype=np.int32)
+    predecessor = xp.full(own.owned, -1, dtype=np.int32)
+    srcs = np.unique(np.asarray(sources, dtype=np.int64))
+    mine = xp.asarray(srcs[(srcs >= own.lo) & (srcs < own.hi)] - own.lo)
+    distance[mine] = 0
+    predecessor[mine] = (mine + own.lo).astype(np.int32)
+    out_degree = g.out.indptr[1:] - g.out.indptr[:-1]
+    unvisited_arcs = int(out_degree.sum()) - int(out_degree[mine].sum())
+    frontier, level, steps, bottom_up = mine, 0, [], False
+    while True:
+        stats = comm.allreduce(xp.asarray([frontier.shape[0], int(out_degree[frontier].sum()), unvisited_arcs],
+                                          dtype=np.int64), "sum")
+        size, frontier_arcs, unvisited = (int(s) for s in to_host(stats))
+        if on_level is not None and level:
+            on_level(level, size)
+        if size == 0 or (depth_limit is not None and level >= depth_limit):
+            break
+        if not bottom_up and frontier_arcs > unvisited / ALPHA:
+            bottom_up = True
+        elif bottom_up and size < own.n / BETA:
+            bottom_up = False
+        step = _bottom_up if bottom_up else _top_down
+        frontier = step(comm, g, frontier, distance, predecessor, level)
+        steps.append("bottom-up" if bottom_up else "top-down")
+        unvisited_arcs -= int(out_degree[frontier].sum())
+        level += 1
+    return PartitionedBFS(distance, predecessor, level, steps)
+
+
+def _edge_list(src, dst, weight, n: int) -> EdgeList:
+    # The edge index is the input row; an EdgeList that still declares ``row`` gets it spelled out.
+    if any(f.name == "row" for f in fields(EdgeList)):
+        xp = array_module(src)
+        return EdgeList(src=src, dst=dst, weight=weight, row=xp.arange(src.shape[0], dtype=np.int64), n=n)
+    return EdgeList(src=src, dst=dst, weight=weight, n=n)
+
+
+def msf_partitioned(comm, src, dst, weight, n: int, row_offset: int, on_stage=None) -> PartitionedForest:
+    """Minimum spanning forest by local filtering. Each rank takes the forest of its own share of
+    the edges; an edge left out is the heaviest on a cycle of its share, hence (cycle property)
+    outside the global forest, under the same total order (weight, input row). The local
+    forests are then merged pairwise in a tree: in step k rank r + 2^k sends its forest to rank
+    r (r a multiple of 2^(k+1)), which keeps the forest of the union. Rows of a lower rank come
+    first, so a forest's edge index order is input row order and the kernel's tie rule (lower
+    index wins) is the global one. ``on_stage(name)`` is called after the local forest and after
+    each merge."""
+    xp = array_module(src)
+    local = minimum_spanning_forest(_edge_list(src, dst, weight, n))
+    chosen = local.edges
+    ends = (src[chosen].astype(np.int64) << 32) | dst[chosen].astype(np.int64)
+    weights, rows = weight[chosen], chosen + row_offset
+    rounds, merges, step = local.rounds, 0, 1
+    if on_stage is not None:
+        on_stage("local forest")
+    while step < comm.size:
+        sends = comm.rank % (2 * step) == step
+        counts = np.zeros(comm.size, dtype=np.int64)
+        if sends:
+            counts[comm.rank - step] = ends.shape[0]
+        got_ends, got = comm.alltoallv(ends if sends else ends[:0], counts)
+        got_weights, _ = comm.alltoallv(weights if sends else weights[:0], counts, recv_counts=got)
+        got_rows, _ = comm.alltoallv(rows if sends else rows[:0], counts, recv_counts=got)
+        if sends:
+            ends, weights, rows = ends[:0], weights[:0], rows[:0]
+        elif got_ends.shape[0]:
+            ends = xp.concatenate([ends, got_ends])
+            weights = xp.concatenate([weights, got_weights])
+            rows = xp.concatenate([rows, got_rows])
+            merged = minimum_spanning_forest(_edge_list((ends >> 32).astype(np.int32),
+                                                        (ends & 0xFFFFFFFF).astype(np.int32), weights, n))
+            ends, weights, rows = ends[merged.edges], weights[merged.edges], rows[merged.edges]
+            rounds += merged.rounds
+        step *= 2
+        merges += 1
+        if on_stage is not None:
+            on_stage(f"merge {merges}")
+    rows = comm.broadcast(rows, 0)
+    rounds = int(to_host(comm.allreduce(xp.asarray([rounds], dtype=np.int64), "max"))[0])
+    return PartitionedForest(rows=rows, components=n - int(rows.shape[0]), rounds=rounds, merges=merges)

@@ -1,0 +1,319 @@
+"""Graphs over several Dask workers: the driver of a partitioned run, and its Prefect task.
+
+``run_partitioned`` plans the input from the Parquet footers, picks ``partitions`` workers (one
+rank each, one GPU each on dask-cuda workers), hands out the rendezvous (a TCP endpoint per
+rank, and NCCL's unique id on GPUs) through Dask, starts one long task per worker
+(tasks.partitioned_rank.rank_main) and waits. When every rank has finished, validation
+included, it moves the staged results into the output directory; when any rank fails it
+cancels the others, deletes the staging directory and raises one error: the first rank's own
+error (a bad input row, a failed validation, ...) when there is one, else which rank was lost.
+
+A rank whose worker dies is not retried on its own: the survivors see its connections close
+and stop, and the run fails whole, with nothing written; a caller may retry the run whole.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import shutil
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+import distributed
+from distributed.comm import get_address_host
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from kernels import backend as be
+from tasks.comm import CommError, comm_timeout, open_endpoint
+from tasks.edges_io import prepare_output_dir
+from tasks.errors import DeviceMemoryError, InputError
+from tasks.graph_tasks import GPU_BYTES_PER_EDGE, KRUSKAL_LIMIT
+from tasks.partitioned_io import (
+    BFS_RESULT, DEFAULT_COMPRESSION, FOREST_RESULT, LAYOUTS, plan_input, publish, remove_stale_staging, staging_name,
+)
+from tasks.partitioned_rank import RunSpec, nccl_unique_id, rank_main
+
+log = logging.getLogger("graph.partitioned")
+
+# How long the driver keeps collecting the other ranks' errors after the first one, to report
+# the cause rather than the consequences (peers that saw the failed rank's connections close).
+GRACE_SECONDS = 10.0
+POLL_SECONDS = 0.2
+
+
+class PartitionFailed(RuntimeError):
+    """A partitioned run lost a rank (its worker died) or its ranks stopped talking."""
+
+
+def parse_partitions(value) -> int | str:
+    """``N`` (>= 1) or ``"auto"``, from a CLI or deployment parameter."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        raise InputError(f"partitions must be a positive integer or 'auto' (got {value!r})") from None
+    if count < 1:
+        raise InputError(f"partitions must be a positive integer or 'auto' (got {value!r})")
+    return count
+
+
+def choose_partitions(requested, rows: int, free: list[int], backend: str, path: str,
+                      bytes_per_edge: int = GPU_BYTES_PER_EDGE) -> int:
+    """How many ranks a run uses. ``free``: bytes each worker can allocate on its GPU (empty on
+    the CPU). ``auto`` keeps one partition when the graph fits one GPU, else takes every GPU
+    worker; a graph that fits neither is refused with the figures, before anything is read.
+    Per rank the estimate is ``bytes_per_edge`` x its share of the rows (the share's edge list,
+    renumbering, CSR rows, forest and validation all scale with it)."""
+    requested = parse_partitions(requested)
+    workers = len(free) if backend == "cupy" else None
+    if requested == "auto":
+        if backend != "cupy":
+            return 1
+        choices = [1, workers] if workers and workers > 1 else [1]
+    else:
+        choices = [requested]
+    if backend != "cupy":
+        return choices[0]
+    free = sorted(free, reverse=True)
+    for count in choices:
+        if count <= len(free) and bytes_per_edge * math.ceil(rows / count) <= free[count - 1]:
+            return count
+    count = choices[-1]
+    if count > len(free):
+        raise InputError(f"{path}: {count} partitions need {count} GPU workers; the cluster has {len(free)}")
+    need = bytes_per_edge * math.ceil(rows / count)
+    raise DeviceMemoryError(
+        f"{path}: {rows} edges need about {need / 2**30:.2f} GiB of GPU memory on each of {count} GPU(s), "
+        f"only {free[count - 1] / 2**30:.2f} GiB is free on one of them; add GPU workers or rerun with "
+        "--backend numpy (GRAPH_BACKEND=numpy) to compute on the CPU")
+
+
+def count_partitions(input: str, partitions="auto", *, backend: str | None = None, client=None,
+                     src_col: str = "src", dst_col: str = "dst") -> int:
+    """How many partitions a run of ``input`` would use on ``client``'s workers (this process
+    when None): what a flow asks before choosing between the one-partition recipe and
+    ``partitioned_run``. Reads only the Parquet footers."""
+    plan = plan_input(input, src_col, dst_col, None)
+    if client is None:
+        backend = be.resolve(backend)
+        free = [be.device_memory_free()] if backend == "cupy" else []
+    else:
+        workers = _workers(client)
+        backend = next(iter(client.run(be.resolve, backend, workers=workers[:1]).values()))
+        free = list(client.run(be.device_memory_free, workers=workers).values()) if backend == "cupy" else []
+    return choose_partitions(partitions, plan.rows, free, backend, plan.path)
+
+
+def _source_plan(source, source_sets) -> tuple[list[list], list[str]]:
+    if source and source_sets:
+        raise InputError("give either source (one search) or source_sets (one search per set)")
+    if source:
+        return [list(source)], [BFS_RESULT]
+    if source_sets:
+        return [list(s) for s in source_sets], [f"source-set-{k}/{BFS_RESULT}" for k in range(len(source_sets))]
+    return [], []
+
+
+def _check_integer_ids(path: str, ids: list) -> None:
+    for s in ids:
+        try:
+            int(s)
+        except (TypeError, ValueError):
+            raise InputError(f"{path}: source {s!r} is not an integer vertex id") from None
+
+
+def _workers(client) -> list[str]:
+    info = client.scheduler_info()["workers"]
+    return sorted(info, key=lambda a: (str(info[a].get("name")), a))
+
+
+@contextmanager
+def _own_cluster(partitions: int | None):
+    """A cluster of ``partitions`` single-threaded workers for a run given no client (None: one
+    per GPU, or one on the CPU): GPU workers when there is a GPU. NCCL_NVLS_ENABLE=0 reaches
+    them through the environment."""
+    saved = os.environ.get("NCCL_NVLS_ENABLE")
+    os.environ["NCCL_NVLS_ENABLE"] = "0"
+    try:
+        if be.cupy_usable():
+            from dask_cuda import LocalCUDACluster
+
+            cluster = LocalCUDACluster(n_workers=partitions, protocol="tcp", dashboard_address=None)
+        else:
+            cluster = distributed.LocalCluster(n_workers=partitions or 1, threads_per_worker=1, dashboard_address=None)
+    finally:
+        if saved is None:
+            os.environ.pop("NCCL_NVLS_ENABLE", None)
+        else:
+            os.environ["NCCL_NVLS_ENABLE"] = saved
+    with cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def run_partitioned(input: str, output: str, partitions=2, *, source: list | None = None,
+                    source_sets: list[list] | None = None, forest: bool = True, directed: bool = False,
+                    depth_limit: int | None = None, src_col: str = "src", dst_col: str = "dst",
+                    weight_col: str | None = "weight", backend: str | None = None, output_layout: str = "file",
+                    compression: str = DEFAULT_COMPRESSION, client=None, timeout: float | None = None) -> dict:
+    """BFS from ``source`` (one search) or ``source_sets`` (one search each) and, if ``forest``,
+    the minimum spanning forest of the Parquet edge list ``input``, over ``partitions`` Dask
+    workers of ``client`` (a LocalCluster of that many workers when None). Results go to
+    ``output`` as one file each (``output_layout="file"``) or one dataset directory each
+    (``"dataset"``), only after every result verified. Returns the run's summary."""
+    started = time.perf_counter()
+    if output_layout not in LAYOUTS:
+        raise InputError(f"output layout must be one of {', '.join(LAYOUTS)} (got {output_layout!r})")
+    if depth_limit is not None and depth_limit < 0:
+        raise InputError(f"depth limit must be >= 0 (got {depth_limit})")
+    sets, bfs_results = _source_plan(source, source_sets)
+    if not sets and not forest:
+        raise InputError("nothing to compute: give a BFS source or ask for the forest")
+    plan = plan_input(input, src_col, dst_col, weight_col if forest else None)
+    for ids in sets:
+        _check_integer_ids(plan.path, ids)
+    if client is None:
+        count = parse_partitions(partitions)
+        with _own_cluster(None if count == "auto" else count) as own:
+            return _drive(own, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
+                          output, output_layout, compression, timeout, started)
+    return _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
+                  output, output_layout, compression, timeout, started)
+
+
+def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend, output, layout,
+           compression, timeout, started) -> dict:
+    workers = _workers(client)
+    backends = client.run(be.resolve, backend, workers=workers)
+    if len(set(backends.values())) > 1:
+        raise InputError(f"the Dask workers disagree on the backend ({backends}); give --backend")
+    backend = next(iter(backends.values()))
+    free = client.run(be.device_memory_free, workers=workers) if backend == "cupy" else {}
+    if free:  # the GPUs with the most free memory first
+        workers = sorted(workers, key=lambda w: -free[w])
+    size = choose_partitions(partitions, plan.rows, [free[w] for w in workers if w in free], backend, plan.path)
+    if size > len(workers):
+        raise InputError(f"{plan.path}: {size} partitions need {size} Dask workers; the cluster has {len(workers)}")
+    workers = workers[:size]
+    out = Path(output)
+    created = not out.exists()
+    out = prepare_output_dir(out)
+    remove_stale_staging(out)
+    token = uuid.uuid4().hex
+    staging = out / staging_name(token)
+    staging.mkdir()
+    futures = []
+    try:
+        endpoints = client.gather([
+            client.submit(open_endpoint, token, rank, size, get_address_host(w), workers=[w],
+                          allow_other_workers=False, pure=False, key=f"partitioned-endpoint-{rank}-{token}")
+            for rank, w in enumerate(workers)])
+        nccl_id = None
+        if backend == "cupy":
+            nccl_id = client.submit(nccl_unique_id, workers=[workers[0]], allow_other_workers=False,
+                                    pure=False, key=f"partitioned-nccl-id-{token}").result()
+        spec = RunSpec(token=token, plan=plan, size=size, endpoints=endpoints, nccl_id=nccl_id, backend=backend,
+                       staging=str(staging), layout=layout, compression=compression, source_sets=sets,
+                       bfs_results=bfs_results, forest=forest, directed=directed, depth_limit=depth_limit,
+                       timeout=comm_timeout() if timeout is None else timeout, kruskal_limit=KRUSKAL_LIMIT)
+        futures = [client.submit(rank_main, spec, rank, workers=[w], allow_other_workers=False, pure=False,
+                                 retries=0, key=f"partitioned-rank-{rank}-{token}")
+                   for rank, w in enumerate(workers)]
+        summaries = _await_ranks(client, futures, workers)
+        placed = publish(staging, out, bfs_results + ([FOREST_RESULT] if forest else []))
+    except BaseException:
+        client.cancel([f for f in futures if f.status not in ("finished", "error")])
+        shutil.rmtree(staging, ignore_errors=True)
+        if created:
+            try:
+                out.rmdir()  # only if the failed run left it empty, as it found it
+            except OSError:
+                pass
+        raise
+    shutil.rmtree(staging, ignore_errors=True)
+    device = client.run(be.device_name, backend, workers=[workers[0]])[workers[0]]
+    summary = {"input": plan.path, "backend": backend, "device": device, "partitions": size, "layout": layout,
+               **summaries[0]}
+    seconds = summary.pop("seconds")
+    for stage in seconds:  # a stage lasts as long as its slowest rank
+        summary[f"{stage}_seconds"] = round(max(s["seconds"].get(stage, 0.0) for s in summaries), 4)
+    summary["outputs"] = placed
+    summary["total_seconds"] = round(time.perf_counter() - started, 3)
+    return summary
+
+
+def _await_ranks(client, futures, workers) -> list[dict]:
+    """Every rank's summary; on the first failure, the error that explains it."""
+    errors: dict[int, BaseException] = {}
+    lost: dict[int, str] = {}
+    failing_since = None
+    while True:
+        for rank, future in enumerate(futures):
+            if future.status == "error" and rank not in errors:
+                errors[rank] = future.exception()
+            elif future.status == "cancelled" and rank not in errors:
+                lost[rank] = workers[rank]
+        if all(f.status == "finished" for f in futures):
+            return client.gather(futures)
+        alive = set(client.scheduler_info()["workers"])
+        for rank, w in enumerate(workers):
+            if w not in alive and futures[rank].status not in ("finished", "error"):
+                lost[rank] = w
+        if errors or lost:
+            failing_since = failing_since or time.monotonic()
+            settled = all(f.status in ("finished", "error") or r in lost for r, f in enumerate(futures))
+            if settled or time.monotonic() - failing_since > GRACE_SECONDS:
+                break
+        time.sleep(POLL_SECONDS)
+    client.cancel([f for f in futures if f.status not in ("finished", "error")])
+    raise _cause(errors, lost)
+
+
+def _cause(errors: dict[int, BaseException], lost: dict[int, str]) -> BaseException:
+    """The error to report: a rank's own failure first (lowest rank), then a lost worker, then
+    the communication error that stopped the ranks."""
+    from distributed.scheduler import KilledWorker
+
+    own = {r: e for r, e in errors.items() if not isinstance(e, (CommError, KilledWorker))}
+    if own:
+        return own[min(own)]
+    lost.update({r: "" for r, e in errors.items() if isinstance(e, KilledWorker) and r not in lost})
+    if lost:
+        rank = min(lost)
+        where = f" ({lost[rank]})" if lost[rank] else ""
+        return PartitionFailed(f"partitioned run failed: the worker of rank {rank}{where} died; nothing was written")
+    rank = min(errors)
+    return PartitionFailed(f"partitioned run failed: {errors[rank]}; nothing was written")
+
+
+@task(cache_policy=NO_CACHE)
+def partitioned_run(input: str, output: str, partitions=2, **options) -> dict:
+    """A whole partitioned run (see run_partitioned). On a Dask worker this task leaves its
+    worker thread while the ranks run, so a rank can run on its worker too; elsewhere (threads
+    runner) the run starts its own cluster."""
+    try:
+        distributed.get_worker()
+    except ValueError:
+        summary = run_partitioned(input, output, partitions, **options)
+    else:
+        with distributed.worker_client() as client:
+            summary = run_partitioned(input, output, partitions, client=client, **options)
+    get_run_logger().info("partitioned run on %d ranks: %s", summary["partitions"], summary)
+    return summary
+
+
+@task(cache_policy=NO_CACHE)
+def decide_partitions(input: str, partitions="auto", backend: str | None = None, src_col: str = "src",
+                      dst_col: str = "dst") -> int:
+    """How many partitions the run will use (count_partitions, asked of the task runner's
+    cluster when this task runs on a Dask worker): 1 means the one-partition recipe."""
+    try:
+        distributed.get_worker()
+    except ValueError:
+        return count_partitions(input, partitions, backend=backend, src_col=src_col, dst_col=dst_col)
+    with distributed.worker_client() as client:
+        return count_partitions(input, partitions, backend=backend, client=client, src_col=src_col, dst_col=dst_col)

@@ -1,0 +1,210 @@
+"""The rank program of a partitioned run: one long Dask task per worker, all of them running the
+same steps and meeting in collectives. Read the share -> renumber together -> CSR of the owned
+vertices -> BFS per source set -> forest by local filtering -> validate every result -> write
+this rank's parts -> (file layout) rank 0 joins the parts. Every rank returns its stage times;
+rank 0 also returns the run's figures, which every rank holds after the reductions.
+
+Phases are logged on the ``graph.partitioned`` logger ("rank R: PHASE") at INFO.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from kernels import backend as be
+from kernels.partitioned import bfs_partitioned, build_local_graph, fetch, locate, msf_partitioned, renumber_partitioned
+from kernels.partitioned_verify import verify_bfs_partitioned, verify_forest_partitioned
+from tasks.comm import Mesh, TcpCommunicator
+from tasks.errors import DeviceMemoryError, InputError, ValidationFailed
+from tasks.partitioned_io import FOREST_RESULT, InputPlan, bfs_table, forest_table, merge_parts, read_share, write_part
+
+log = logging.getLogger("graph.partitioned")
+
+
+@dataclass
+class RunSpec:
+    """Everything a rank needs; the same object goes to every rank."""
+
+    token: str
+    plan: InputPlan
+    size: int
+    endpoints: list[tuple[str, int]]
+    nccl_id: tuple | None  # NCCL's unique id (CuPy backend)
+    backend: str
+    staging: str
+    layout: str
+    compression: str
+    source_sets: list[list]  # input ids per search, as the user gave them (integers or their text)
+    bfs_results: list[str]  # where each search's result goes, relative to the output
+    forest: bool
+    directed: bool
+    depth_limit: int | None
+    timeout: float
+    kruskal_limit: int
+
+
+def nccl_unique_id() -> tuple:
+    """NCCL's unique id for a new communicator (run on one worker)."""
+    os.environ["NCCL_NVLS_ENABLE"] = "0"  # before NCCL's first call in this process reads it
+    from cupy.cuda import nccl
+
+    return nccl.get_unique_id()
+
+
+def _communicator(spec: RunSpec, rank: int, mesh: Mesh):
+    if spec.backend == "cupy":
+        from tasks.comm_nccl import NcclCommunicator
+
+        return NcclCommunicator(spec.nccl_id, rank, spec.size, mesh)
+    return TcpCommunicator(mesh)
+
+
+def rank_main(spec: RunSpec, rank: int) -> dict:
+    """Run rank ``rank`` of a partitioned run (a Dask task pinned to its worker)."""
+    mesh = Mesh.connect(spec.token, rank, spec.endpoints, spec.timeout)
+    try:
+        comm = _communicator(spec, rank, mesh)
+    except BaseException:
+        mesh.close(clean=False)
+        raise
+    with comm:
+        try:
+            return _Rank(spec, rank, comm).run()
+        except Exception as exc:
+            if type(exc).__name__ != "OutOfMemoryError":
+                raise
+            start, stop = spec.plan.share(rank, spec.size)
+            raise DeviceMemoryError(
+                f"{spec.plan.path}: rank {rank} ran out of GPU memory on its {stop - start} edges ({exc}); "
+                "run with more partitions (GPU workers) or --backend numpy") from None
+
+
+class _Rank:
+    def __init__(self, spec: RunSpec, rank: int, comm):
+        self.spec, self.rank, self.comm = spec, rank, comm
+        self.xp = be.module(spec.backend)
+        self.seconds: dict[str, float] = {}
+        self.summary: dict = {}
+
+    def _phase(self, name: str, started: float, stage: str | None = None) -> None:
+        be.synchronize(self.xp)
+        elapsed = time.perf_counter() - started
+        if stage:
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + elapsed
+        log.info("rank %d: %s (%.3f s)", self.rank, name, elapsed)
+
+    def _sum(self, value) -> int:
+        return int(be.to_host(self.comm.allreduce(self.xp.asarray([value], dtype=np.int64), "sum"))[0])
+
+    def run(self) -> dict:
+        spec, comm = self.spec, self.comm
+        plan = spec.plan
+        started = time.perf_counter()
+        share = read_share(plan, self.rank, spec.size)
+        self._phase("read", started, "load")
+        started = time.perf_counter()
+        src, dst = be.to_backend(share.src, spec.backend), be.to_backend(share.dst, spec.backend)
+        weight = be.to_backend(share.weight, spec.backend)
+        try:
+            src, dst, owned_ids, own = renumber_partitioned(comm, src, dst)
+        except ValueError as exc:
+            raise InputError(f"{plan.path}: {exc}") from None
+        self._phase("renumbered", started, "prepare")
+        self.summary.update(vertices=own.n, edges=plan.rows, self_loops=self._sum(int((src == dst).sum())))
+        searches = []
+        if spec.source_sets:
+            started = time.perf_counter()
+            graph = build_local_graph(comm, own, src, dst, spec.directed)
+            self._phase("csr", started, "csr")
+            for k, ids in enumerate(spec.source_sets):
+                dense = locate(comm, own, owned_ids, [int(v) for v in ids])
+                if (dense < 0).any():
+                    missing = ids[int(np.flatnonzero(dense < 0)[0])]
+                    raise InputError(f"{plan.path}: source {missing!r} is not a vertex of the graph")
+                started = time.perf_counter()
+                searches.append((dense, bfs_partitioned(comm, graph, dense, spec.depth_limit)))
+                self._phase(f"bfs {k}", started, "bfs")
+            del graph
+        forest = None
+        if spec.forest:
+            started = time.perf_counter()
+            forest = msf_partitioned(comm, src, dst, weight, own.n, share.row_offset)
+            self._phase("msf", started, "msf")
+        started = time.perf_counter()
+        self._validate(src, dst, weight, share.row_offset, own, searches, forest)
+        self._phase("validated", started, "validate")
+        started = time.perf_counter()
+        self._write(src, dst, weight, share.row_offset, own, owned_ids, searches, forest)
+        self._phase("written", started, "write")
+        self.summary["seconds"] = self.seconds
+        return self.summary
+
+    def _validate(self, src, dst, weight, row_offset, own, searches, forest) -> None:
+        spec, comm, xp = self.spec, self.comm, self.xp
+        failed = []
+        reports = []
+        for dense, result in searches:
+            report = verify_bfs_partitioned(comm, own.bounds, src, dst, dense, result.distance, result.predecessor,
+                                            spec.directed, spec.depth_limit)
+            reports.append(report)
+            failed += [f"{k} ({v})" for k, v in report.items() if v != 0]
+        if searches:
+            self.summary.update(bfs_validation=reports, source_sets=len(searches),
+                                sources=sum(len(s) for s in spec.source_sets),
+                                reached=[self._sum(int((r.distance >= 0).sum())) for _, r in searches],
+                                levels=[r.levels for _, r in searches], steps=[r.steps for _, r in searches])
+            traversed = 0
+            for _, r in searches:  # Graph500: input edges whose source end was reached
+                every, _ = comm.allgatherv(r.distance)
+                traversed += self._sum(int((every[src] >= 0).sum()))
+            bfs_seconds = self.seconds.get("bfs", 0.0)
+            self.summary["gteps"] = round(traversed / bfs_seconds / 1e9, 4) if bfs_seconds > 0 else None
+        if failed:
+            raise ValidationFailed(f"BFS result failed validation: {', '.join(failed)}; nothing was written")
+        if forest is not None:
+            report = verify_forest_partitioned(comm, src, dst, weight, own.n, row_offset, spec.plan.rows, forest.rows,
+                                               spec.kruskal_limit)
+            chosen = forest.rows[(forest.rows >= row_offset) & (forest.rows < row_offset + src.shape[0])] - row_offset
+            total = xp.asarray([float(weight[chosen].astype(np.float64).sum())])
+            self.summary.update(msf_validation=report, forest_edges=int(forest.rows.shape[0]),
+                                components=forest.components, rounds=forest.rounds, merges=forest.merges,
+                                total_weight=float(be.to_host(comm.allreduce(total, "sum"))[0]))
+            msf_seconds = self.seconds.get("msf", 0.0)
+            self.summary["edges_per_second"] = round(spec.plan.rows / msf_seconds) if msf_seconds > 0 else None
+            bad = [f"{k} ({v})" for k, v in report.items() if v != 0]
+            if bad:
+                raise ValidationFailed(f"MSF result failed validation: {', '.join(bad)}; nothing was written")
+
+    def _write(self, src, dst, weight, row_offset, own, owned_ids, searches, forest) -> None:
+        spec, comm, xp = self.spec, self.comm, self.xp
+        staging = Path(spec.staging)
+        id_type = pa.from_numpy_dtype(spec.plan.id_dtype)
+        vertex = be.to_host(owned_ids)
+        for (_, result), name in zip(searches, spec.bfs_results):
+            has_parent = result.distance > 0  # sources and unreached vertices have none
+            parents = fetch(comm, own, owned_ids, result.predecessor[has_parent])
+            parent_ids = np.zeros(own.owned, dtype=spec.plan.id_dtype)
+            parent_ids[be.to_host(has_parent)] = be.to_host(parents)
+            table = bfs_table(id_type, vertex, be.to_host(result.distance), parent_ids, be.to_host(has_parent))
+            write_part(table, staging, name, self.rank, spec.layout, spec.compression)
+        results = list(spec.bfs_results[:len(searches)])
+        if forest is not None:
+            mine = forest.rows[(forest.rows >= row_offset) & (forest.rows < row_offset + src.shape[0])] - row_offset
+            ends = fetch(comm, own, owned_ids, xp.concatenate([src[mine], dst[mine]]))
+            k = int(mine.shape[0])
+            table = forest_table(id_type, pa.from_numpy_dtype(spec.plan.weight_dtype), be.to_host(ends[:k]),
+                                 be.to_host(ends[k:]), be.to_host(weight[mine]))
+            write_part(table, staging, FOREST_RESULT, self.rank, spec.layout, spec.compression)
+            results.append(FOREST_RESULT)
+        if spec.layout == "file":
+            self._sum(1)  # every part is on disk before rank 0 reads them
+            if self.rank == 0:
+                for name in results:
+                    merge_parts(staging, name, spec.size, spec.compression)
+

@@ -1,0 +1,274 @@
+"""Partitioned runs (tasks/partitioned.py) on a LocalCluster of three worker processes: with 2
+and 3 partitions, the same distances and the same forest as the one-partition kernels, on every
+real graph and on a generated graph with ties, parallel edges, self-loops, id gaps and several
+components, read from a dataset of several files and row groups. Predecessors are checked by
+Graph500's rules against the one-partition numbering. Then: both output layouts and replacing
+an output, bad input on one rank, a rank killed mid-run, and the Prefect task on Dask workers."""
+import logging
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from distributed import Client, LocalCluster
+from distributed.diagnostics.plugin import WorkerPlugin
+from scipy.sparse import csgraph, csr_matrix
+
+from kernels.bfs import bfs
+from kernels.graph import build_graph, edge_list, renumber
+from kernels.msf import minimum_spanning_forest
+from kernels.verify import verify_bfs
+from tasks.errors import InputError
+from tasks.partitioned import PartitionFailed, choose_partitions, count_partitions, run_partitioned
+from tests.conftest import REAL_GRAPHS, realgraphs_dir
+from tests.references import scipy_msf_weight
+
+DIRECTED = {"rome99", "email_eu_core"}  # road arcs and e-mails have a direction
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=3, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster) as c:
+        yield c
+
+
+def read_columns(path: Path):
+    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+    tables = [pq.read_table(f) for f in files]
+    cols = [np.concatenate([t[c].to_numpy().astype(np.int64 if c != "weight" else np.float64) for t in tables])
+            for c in ("src", "dst", "weight")]
+    return cols
+
+
+def one_partition(src, dst, weight, sources, directed, depth_limit=None):
+    """The reference: the single-GPU/CPU kernels on the whole edge list."""
+    s, d, ids = renumber(src, dst)
+    edges = edge_list(s, d, weight, int(ids.shape[0]))
+    rows = getattr(edges, "row", None)
+    rows = np.arange(src.shape[0]) if rows is None else rows
+    dense = np.searchsorted(ids, np.asarray(sources, dtype=ids.dtype))
+    search = bfs(build_graph(edges, directed), dense, depth_limit)
+    forest = np.sort(rows[minimum_spanning_forest(edges).edges])
+    return ids, dense, search, forest, s, d
+
+
+def check_bfs_output(path, ids, dense, search, s, d, directed, depth_limit=None):
+    out = pq.read_table(path)
+    order = np.argsort(out["vertex"].to_numpy())
+    vertex = out["vertex"].to_numpy()[order]
+    np.testing.assert_array_equal(vertex, ids)
+    distance = out["distance"].to_numpy(zero_copy_only=False)
+    distance = np.where(np.isnan(distance), -1, distance).astype(np.int64)[order] if distance.dtype.kind == "f" \
+        else distance[order]
+    np.testing.assert_array_equal(distance, search.distance)
+    parent = out["predecessor"].fill_null(ids[0]).to_numpy()[order]
+    predecessor = np.where(distance > 0, np.searchsorted(ids, parent), -1)
+    predecessor[dense] = dense
+    report = verify_bfs(s, d, ids.shape[0], dense, distance.astype(np.int32), predecessor.astype(np.int32),
+                        directed, depth_limit)
+    assert all(v == 0 for v in report.values()), report
+
+
+def check_forest_output(path, src, dst, weight, forest):
+    out = pq.read_table(path)
+    expected = pa.table({"src": src[forest], "dst": dst[forest], "weight": weight[forest]})
+    assert out.cast(expected.schema).equals(expected)
+
+
+@pytest.mark.parametrize("partitions", [2, 3])
+@pytest.mark.parametrize("name", REAL_GRAPHS)
+def test_real_graphs_give_the_one_partition_distances_and_forest(client, tmp_path, name, partitions):
+    path = realgraphs_dir() / f"{name}.parquet"
+    src, dst, weight = read_columns(path)
+    sources = [int(src[0]), int(dst[src.shape[0] // 2])]
+    directed = name in DIRECTED
+    ids, dense, search, forest, s, d = one_partition(src, dst, weight, sources, directed)
+    summary = run_partitioned(str(path), str(tmp_path / "out"), partitions, source=[str(v) for v in sources],
+                              directed=directed, client=client)
+    assert summary["partitions"] == partitions and summary["vertices"] == ids.shape[0]
+    assert summary["levels"] == [search.levels] and summary["forest_edges"] == forest.shape[0]
+    check_bfs_output(tmp_path / "out" / "bfs_distances.parquet", ids, dense, search, s, d, directed)
+    check_forest_output(tmp_path / "out" / "mst_edges.parquet", src, dst, weight, forest)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["bfs_distances.parquet", "mst_edges.parquet"]
+
+
+def tricky_dataset(directory: Path, seed: int = 7) -> Path:
+    """Five components (one a vertex with only a self-loop), integer weights in 0..3 (heavy
+    ties, negative ones too), every tenth edge repeated (some with another weight), self-loops,
+    ids with gaps, negative ids and ids above 2**40; two files (int32 and int64 ids) of
+    61-row groups."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for c, size in enumerate([40, 25, 60, 2]):
+        a = rng.integers(0, size, size * 3)
+        b = rng.integers(0, size, size * 3)
+        chain = np.arange(size - 1)
+        parts.append((np.concatenate([chain, a]) + 1000 * c, np.concatenate([chain + 1, b]) + 1000 * c))
+    src = np.concatenate([p[0] for p in parts] + [[5000]])
+    dst = np.concatenate([p[1] for p in parts] + [[5000]])
+    src = np.where(src % 7 == 3, -src, src)  # negative ids
+    dst = np.where(dst % 7 == 3, -dst, dst)
+    weight = rng.integers(-1, 3, src.shape[0]).astype(np.float64)
+    repeat = np.arange(0, src.shape[0], 10)
+    src = np.concatenate([src, dst[repeat]])  # parallel edges, reversed
+    dst = np.concatenate([dst, src[repeat]])
+    weight = np.concatenate([weight, np.where(repeat % 20 == 0, weight[repeat], weight[repeat] + 1)])
+    directory.mkdir(parents=True)
+    half = src.shape[0] // 2
+    first = pa.table({"src": src[:half].astype(np.int32), "dst": dst[:half].astype(np.int32), "weight": weight[:half]})
+    big = np.where(src[half:] > 3000, src[half:] + 2**40, src[half:])  # a 2**40 id, only in the int64 file
+    second = pa.table({"src": big, "dst": dst[half:], "weight": weight[half:]})
+    pq.write_table(first, directory / "part-a.parquet", row_group_size=61)
+    pq.write_table(second, directory / "part-b.parquet", row_group_size=61)
+    return directory
+
+
+@pytest.mark.parametrize("partitions,layout", [(2, "dataset"), (3, "file")])
+def test_ties_parallel_edges_self_loops_and_components(client, tmp_path, partitions, layout):
+    path = tricky_dataset(tmp_path / "g")
+    src, dst, weight = read_columns(path)
+    sources = [int(src[0]), int(src[-1])]
+    ids, dense, search, forest, s, d = one_partition(src, dst, weight, sources, False)
+    summary = run_partitioned(str(path), str(tmp_path / "out"), partitions, source=[str(v) for v in sources],
+                              output_layout=layout, client=client)
+    check_bfs_output(tmp_path / "out" / "bfs_distances.parquet", ids, dense, search, s, d, False)
+    check_forest_output(tmp_path / "out" / "mst_edges.parquet", src, dst, weight, forest)
+    # independent of every kernel: scipy's forest weight and component count
+    total, count = scipy_msf_weight(ids.shape[0], s, d, weight)
+    components = csgraph.connected_components(csr_matrix((np.ones(s.shape[0]), (s, d)), shape=(ids.shape[0],) * 2),
+                                              directed=False)[0]
+    assert summary["total_weight"] == pytest.approx(total) and summary["forest_edges"] == count
+    assert summary["components"] == components == 5
+    assert summary["self_loops"] == int((s == d).sum()) > 0
+    if layout == "dataset":
+        assert sorted(p.name for p in (tmp_path / "out" / "mst_edges.parquet").iterdir()) == \
+            [f"part-{r:05d}.parquet" for r in range(partitions)]
+
+
+def test_source_sets_depth_limit_and_directed(client, tmp_path):
+    path = realgraphs_dir() / "rome99.parquet"
+    src, dst, weight = read_columns(path)
+    sets = [[int(src[10])], [int(src[100]), int(dst[2000])]]
+    run_partitioned(str(path), str(tmp_path / "out"), 2, source_sets=[[str(v) for v in s] for s in sets],
+                    forest=False, weight_col=None, directed=True, depth_limit=4, client=client)
+    for k, sources in enumerate(sets):
+        ids, dense, search, _, s, d = one_partition(src, dst, weight, sources, True, depth_limit=4)
+        check_bfs_output(tmp_path / "out" / f"source-set-{k}" / "bfs_distances.parquet", ids, dense, search, s, d,
+                         True, depth_limit=4)
+    assert not (tmp_path / "out" / "mst_edges.parquet").exists()
+
+
+def test_a_rerun_replaces_each_result_whole_whatever_its_layout(client, tmp_path):
+    path = realgraphs_dir() / "netscience.parquet"
+    out = tmp_path / "out"
+    run_partitioned(str(path), str(out), 2, forest=True, client=client)
+    as_file = pq.read_table(out / "mst_edges.parquet")
+    run_partitioned(str(path), str(out), 3, forest=True, output_layout="dataset", client=client)
+    assert (out / "mst_edges.parquet").is_dir()
+    assert pq.read_table(out / "mst_edges.parquet").equals(as_file)
+    run_partitioned(str(path), str(out), 2, forest=True, client=client)
+    assert (out / "mst_edges.parquet").is_file() and pq.read_table(out / "mst_edges.parquet").equals(as_file)
+    assert [p.name for p in out.iterdir()] == ["mst_edges.parquet"]  # no staging directory left
+
+
+def test_a_bad_row_in_one_ranks_share_fails_the_run_with_that_rows_error(client, tmp_path):
+    n = 300
+    dst = pa.array([*range(1, 250), None, *range(251, n + 1)], pa.int64())
+    path = tmp_path / "g.parquet"
+    pq.write_table(pa.table({"src": pa.array(range(n), pa.int64()), "dst": dst, "weight": np.ones(n)}), path)
+    with pytest.raises(InputError, match=f"^{path}: column 'dst' is null at row 249$"):
+        run_partitioned(str(path), str(tmp_path / "out"), 3, client=client)
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_source_and_string_ids_are_refused(client, tmp_path):
+    path = realgraphs_dir() / "netscience.parquet"
+    with pytest.raises(InputError, match="source '99999999' is not a vertex of the graph"):
+        run_partitioned(str(path), str(tmp_path / "out"), 2, source=["99999999"], client=client)
+    strings = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"src": ["a", "b"], "dst": ["b", "c"], "weight": [1.0, 2.0]}), strings)
+    with pytest.raises(InputError, match="string ids; a partitioned run needs integer ids"):
+        run_partitioned(str(strings), str(tmp_path / "out"), 2, client=client)
+    assert not (tmp_path / "out").exists()
+
+
+def test_partition_count_auto_and_memory_refusal():
+    gib = 2**30
+    assert choose_partitions("auto", 10**9, [], "numpy", "g") == 1
+    assert choose_partitions(3, 10**9, [], "numpy", "g") == 3
+    assert choose_partitions("auto", 10**6, [80 * gib, 80 * gib], "cupy", "g", bytes_per_edge=100) == 1
+    assert choose_partitions("auto", 10**9, [80 * gib, 80 * gib], "cupy", "g", bytes_per_edge=100) == 2
+    with pytest.raises(Exception, match=r"g: 4000000000 edges need about 186.26 GiB of GPU memory on each of 2"):
+        choose_partitions("auto", 4 * 10**9, [80 * gib, 80 * gib], "cupy", "g", bytes_per_edge=100)
+    with pytest.raises(InputError, match="3 partitions need 3 GPU workers; the cluster has 2"):
+        choose_partitions(3, 10, [gib, gib], "cupy", "g")
+    with pytest.raises(InputError, match="partitions must be a positive integer or 'auto'"):
+        choose_partitions("many", 10, [], "numpy", "g")
+    graph = str(realgraphs_dir() / "netscience.parquet")
+    assert count_partitions(graph, "auto", backend="numpy") == 1
+    assert count_partitions(graph, "3", backend="numpy") == 3
+
+
+class KillRankAt(WorkerPlugin):
+    """SIGKILLs the worker process whose rank logs a message starting with ``phase`` (once per
+    test, across all worker processes, through a marker file)."""
+
+    def __init__(self, marker: str, phase: str):
+        self.marker, self.phase = marker, phase
+
+    def setup(self, worker):
+        marker, phase = self.marker, self.phase
+
+        class Kill(logging.Handler):
+            def emit(self, record):
+                if not record.getMessage().startswith(phase):
+                    return
+                try:
+                    os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+                except FileExistsError:
+                    return
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        logger = logging.getLogger("graph.partitioned")
+        logger.setLevel(logging.INFO)
+        logger.addHandler(Kill())
+
+
+@pytest.mark.parametrize("phase", ["rank 1: csr", "rank 2: msf"])
+def test_a_killed_rank_fails_the_run_cleanly(client, tmp_path, phase):
+    path = realgraphs_dir() / "bitcoinalpha.parquet"
+    marker = tmp_path / "killed"
+    client.register_plugin(KillRankAt(str(marker), phase), name="kill-rank")
+    try:
+        with pytest.raises(PartitionFailed) as failure:
+            run_partitioned(str(path), str(tmp_path / "out"), 3, source=["1"], client=client, timeout=120)
+    finally:
+        client.unregister_worker_plugin("kill-rank")
+        client.wait_for_workers(3, timeout=180)
+    assert marker.exists(), "no rank was killed: the test did not test anything"
+    message = str(failure.value)
+    victim = phase.split(":")[0]
+    assert "\n" not in message and victim in message and message.endswith("nothing was written"), message
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_prefect_task_runs_the_ranks_on_the_flows_dask_workers(client, tmp_path, prefect_server):
+    from prefect import flow
+    from prefect_dask import DaskTaskRunner
+
+    from tasks.partitioned import decide_partitions, partitioned_run
+
+    path = realgraphs_dir() / "netscience.parquet"
+
+    @flow(task_runner=DaskTaskRunner(address=client.scheduler.address))
+    def partitioned_flow():
+        auto = decide_partitions.submit(str(path), "auto").result()
+        return auto, partitioned_run.submit(str(path), str(tmp_path / "out"), 3, source=["0"]).result()
+
+    auto, summary = partitioned_flow()
+    assert auto == 1  # on the CPU, auto keeps one partition
+    assert summary["partitions"] == 3 and summary["reached"][0] > 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["bfs_distances.parquet", "mst_edges.parquet"]

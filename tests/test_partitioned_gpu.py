@@ -1,0 +1,102 @@
+"""Partitioned runs on two or more GPUs: NCCL through CuPy inside dask-cuda workers. Skipped
+where fewer than two GPUs are usable. The same checks as tests/test_partitioned.py: NCCL
+collectives against NumPy, real graphs against the one-partition kernels, a killed rank (NCCL
+kernels left waiting on a dead peer must be aborted, not hang)."""
+import uuid
+
+import pytest
+
+from kernels import backend as be
+
+
+def gpus() -> int:
+    if not be.cupy_usable():
+        return 0
+    import cupy
+
+    return cupy.cuda.runtime.getDeviceCount()
+
+
+pytestmark = pytest.mark.skipif(gpus() < 2, reason="partitioned GPU runs need at least two usable GPUs")
+
+
+@pytest.fixture(scope="module")
+def client():
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    with LocalCUDACluster(n_workers=2, protocol="tcp", dashboard_address=None,
+                          env={"NCCL_NVLS_ENABLE": "0"}) as cluster, Client(cluster) as c:
+        yield c
+
+
+def _nccl_collectives(token, rank, endpoints, unique_id):
+    import cupy
+
+    from tasks.comm import Mesh
+    from tasks.comm_nccl import NcclCommunicator
+    from tests.test_partition_comm import collectives
+
+    with NcclCommunicator(unique_id, rank, len(endpoints), Mesh.connect(token, rank, endpoints, 60.0)) as comm:
+        return collectives(comm, cupy)
+
+
+def test_nccl_collectives_give_what_numpy_gives(client):
+    from distributed.comm import get_address_host
+
+    from tasks.comm import open_endpoint
+    from tasks.partitioned import _workers
+    from tasks.partitioned_rank import nccl_unique_id
+    from tests.test_partition_comm import check_collectives
+
+    workers = _workers(client)[:2]
+    token = uuid.uuid4().hex
+    endpoints = client.gather([client.submit(open_endpoint, token, r, 2, get_address_host(w), workers=[w], pure=False)
+                               for r, w in enumerate(workers)])
+    unique_id = client.submit(nccl_unique_id, workers=[workers[0]], pure=False).result()
+    results = client.gather([client.submit(_nccl_collectives, token, r, endpoints, unique_id, workers=[w], pure=False)
+                             for r, w in enumerate(workers)])
+    check_collectives(results, 2)
+
+
+@pytest.mark.parametrize("name", ["rome99", "bitcoinalpha", "luxembourg_osm", "email_eu_core"])
+def test_real_graphs_on_two_gpus_give_the_one_partition_results(client, tmp_path, name):
+    from tasks.partitioned import run_partitioned
+    from tests.conftest import realgraphs_dir
+    from tests.test_partitioned import DIRECTED, check_bfs_output, check_forest_output, one_partition, read_columns
+
+    path = realgraphs_dir() / f"{name}.parquet"
+    src, dst, weight = read_columns(path)
+    sources = [int(src[0]), int(dst[src.shape[0] // 2])]
+    directed = name in DIRECTED
+    ids, dense, search, forest, s, d = one_partition(src, dst, weight, sources, directed)
+    for layout in ("file", "dataset"):
+        out = tmp_path / layout
+        summary = run_partitioned(str(path), str(out), 2, source=[str(v) for v in sources], directed=directed,
+                                  output_layout=layout, client=client)
+        assert summary["backend"] == "cupy" and summary["partitions"] == 2
+        assert summary["levels"] == [search.levels] and summary["forest_edges"] == forest.shape[0]
+        check_bfs_output(out / "bfs_distances.parquet", ids, dense, search, s, d, directed)
+        check_forest_output(out / "mst_edges.parquet", src, dst, weight, forest)
+
+
+def test_a_killed_gpu_rank_fails_the_run_cleanly(client, tmp_path):
+    from tasks.partitioned import PartitionFailed, run_partitioned
+    from tests.conftest import realgraphs_dir
+    from tests.test_partitioned import KillRankAt
+
+    marker = tmp_path / "killed"
+    client.register_plugin(KillRankAt(str(marker), "rank 1: csr"), name="kill-rank")
+    try:
+        with pytest.raises(PartitionFailed, match="rank 1.*nothing was written$"):
+            run_partitioned(str(realgraphs_dir() / "bitcoinalpha.parquet"), str(tmp_path / "out"), 2, source=["1"],
+                            client=client, timeout=120)
+    finally:
+        client.unregister_worker_plugin("kill-rank")
+        client.wait_for_workers(2, timeout=120)
+    assert marker.exists()
+    assert not (tmp_path / "out").exists()
+    # the cluster still runs partitioned work afterwards
+    summary = run_partitioned(str(realgraphs_dir() / "netscience.parquet"), str(tmp_path / "again"), 2,
+                              client=client)
+    assert summary["forest_edges"] > 0
