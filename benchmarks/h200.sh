@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Everything one H200 session runs, in one call (each machine start costs budget):
-#   benchmarks/h200.sh tests|bench|flow|all|kernels|profile  OUTDIR
-# tests, flow and all need .whl/ (../shared/tools/device-wheels.sh); kernels and profile need
-# no wheels (NumPy, CuPy and pytest are on the machine). .realgraphs/ travels with the checkout.
+#   benchmarks/h200.sh tests|flow|big|kernels|partitioned|all|profile  OUTDIR
+# tests, flow, big, partitioned and all need .whl/ (`make wheels`); kernels and profile need no
+# wheels (NumPy, CuPy and pytest are on the machine). .realgraphs/ travels with the checkout.
+# partitioned needs a machine with two GPUs or more.
 set -uo pipefail
 what=${1:-all}; out=${2:-${OUT:-/tmp/out}}
 mkdir -p "$out"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} GRAPH_REALGRAPHS=${GRAPH_REALGRAPHS:-$PWD/.realgraphs} PYTHONUNBUFFERED=1
-if [[ $what == tests || $what == flow || $what == all ]]; then
+export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off on shared machines
+if [[ $what != kernels && $what != profile ]]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PYTHONPATH
 fi
@@ -15,17 +17,33 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 if [[ $what == tests || $what == all ]]; then
   timeout 480 python3 -m pytest -q -p no:cacheprovider 2>&1 | tee "$out/pytest.log" | tail -25
 fi
-if [[ $what == flow || $what == all ]]; then
-  # one Prefect server for the flow and its dask-cuda worker (GUIDE section 5)
+server() {  # one Prefect server for the flows and their dask-cuda workers (GUIDE section 5)
   export PREFECT_HOME=/tmp/prefect-home PREFECT_SERVER_ANALYTICS_ENABLED=false PREFECT_API_URL=http://127.0.0.1:4200/api
   python3 -m prefect server start --host 127.0.0.1 --port 4200 > "$out/server.log" 2>&1 &
-  server=$!
   for _ in $(seq 60); do python3 -c "import urllib.request; urllib.request.urlopen('$PREFECT_API_URL/health')" 2>/dev/null && break; sleep 1; done
-  timeout 420 python3 -m benchmarks.orchestration --graph kron:24 --runner dask --workdir /tmp/orchestration \
-    --json "$out/h200-flow-$(date +%F).json" 2>&1 | grep -v "distributed\." | tee "$out/flow.log" | tail -40
-  kill $server
+}
+if [[ $what == flow || $what == all ]]; then
+  # Kron-24 from Parquet to Parquet, input snappy and uncompressed; flows on the snappy input
+  server
+  timeout 420 python3 -m benchmarks.orchestration --graph kron:24 --input-compression snappy,none --flows snappy \
+    --runner dask --workdir /tmp/orchestration --json "$out/h200-flow-$(date +%F).json" 2>&1 \
+    | grep -v "distributed\." | tee "$out/flow.log" | tail -60
+  rm -rf /tmp/orchestration
 fi
-if [[ $what == bench || $what == all || $what == kernels ]]; then
+if [[ $what == big || $what == all ]]; then
+  # Kron-26 (1.07 G edges) through the whole pipeline on one GPU: input as 16 snappy parts
+  timeout 420 python3 -m benchmarks.orchestration --graph kron:26 --input-compression snappy --flows '' --parts 16 \
+    --workdir /tmp/orchestration26 --json "$out/h200-flow-kron26-$(date +%F).json" 2>&1 | tee "$out/big.log" | tail -40
+  rm -rf /tmp/orchestration26
+fi
+if [[ $what == partitioned ]]; then
+  # every GPU of the machine: the two-GPU tests, then one and two partitions at Kron-24 and Kron-26
+  timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_partitioned_gpu.py 2>&1 | tee "$out/pytest-partitioned.log" | tail -5
+  server
+  timeout 400 python3 -m benchmarks.partitioned --graph kron:24 --graph kron:26 --partitions 1,2 --bare \
+    --json "$out/h200x2-$(date +%F).json" 2>&1 | grep -v "distributed\." | tee "$out/partitioned.log" | tail -40
+fi
+if [[ $what == kernels || $what == all ]]; then
   # BFS against the SpMV BFS at each scale in the same process; high-diameter graphs; CSR and
   # MST at Kron-24 and on the high-diameter graphs
   json="$out/h200-kernels-$(date +%F).json"
