@@ -382,7 +382,9 @@ def _widen(id_range: list, group: pq.RowGroupMetaData, columns: tuple[str, str])
 def _read_unit(unit: _Unit, columns: list[str], use_threads: bool) -> pa.Table:
     try:
         # page checksums (CRC32) are verified where the writer stored them (Spark does by default)
-        parquet = pq.ParquetFile(unit.file, metadata=unit.metadata, memory_map=True, pre_buffer=True,
+        # read, not memory-mapped: mapped pages of the whole file would stay in this process's
+        # resident memory while the decoded row groups are already on the GPU
+        parquet = pq.ParquetFile(unit.file, metadata=unit.metadata, memory_map=False, pre_buffer=True,
                                  page_checksum_verification=True)
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{unit.file}: not a readable Parquet file ({exc})") from None
@@ -488,13 +490,29 @@ def _unify_signs(found: list[_Signs]) -> np.dtype:
                      f"holds {v2} at row {r2} (negative); no integer type holds both")
 
 
-def _store(dest, start: int, values: np.ndarray, stream) -> None:
-    """values -> dest[start:start + len(values)], dest on either backend."""
-    end = start + values.shape[0]
-    if isinstance(dest, np.ndarray):
-        dest[start:end] = values
-    else:
-        dest[start:end].set(np.ascontiguousarray(values, dtype=dest.dtype), stream=stream)
+class _Uploader:
+    """One reading thread's way to the GPU: its own CUDA stream and pinned host buffers, one per
+    column. A row group is copied into the pinned buffers and uploaded asynchronously, so the
+    copy runs while the thread decodes its next row group (copies from pageable memory go
+    through the driver's staging and ran at a fraction of the bus's speed). Before a buffer is
+    refilled, the stream is synchronized: the previous upload from it is done."""
+
+    def __init__(self, xp):
+        import cupyx
+
+        self.xp, self.empty_pinned = xp, cupyx.empty_pinned
+        self.stream = xp.cuda.Stream(non_blocking=True)
+        self.buffers: dict[int, np.ndarray] = {}
+
+    def put(self, column: int, dest, start: int, values: np.ndarray) -> None:
+        if column == 0:
+            self.stream.synchronize()  # this thread's previous uploads have left the buffers
+        buffer = self.buffers.get(column)
+        if buffer is None or buffer.nbytes < values.shape[0] * dest.itemsize:
+            buffer = self.buffers[column] = self.empty_pinned(values.shape[0] * dest.itemsize, dtype=np.uint8)
+        staged = buffer[:values.shape[0] * dest.itemsize].view(dest.dtype)
+        np.copyto(staged, values, casting="unsafe")  # same kind; narrower ids widen
+        dest[start:start + values.shape[0]].set(staged, stream=self.stream)
 
 
 def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None = "weight", xp=np,
@@ -525,21 +543,21 @@ def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None =
         w = _unit_weights(unit, table[weight_col], weight_col, plan.weight_type) if weight_col else None
         del table
         found = [_signs(unit, c, ids) for c, ids in zip((src_col, dst_col), ends)] if plan.mixed_signs else []
-        stream = None
-        if xp is not np:
-            stream = getattr(local, "stream", None) or xp.cuda.Stream(non_blocking=True)
-            local.stream = stream
         stores = [(weight, w)] if plan.strings else [(src, ends[0]), (dst, ends[1]), (weight, w)]
-        for dest, values in stores:
-            if dest is not None:
-                if values.dtype == np.uint64 and plan.mixed_signs:
-                    values = values.view(np.int64)
-                _store(dest, unit.start, values, stream)
-        if stream is not None:
-            stream.synchronize()  # the host arrays may go once their copies are done
+        for column, (dest, values) in enumerate((d, v) for d, v in stores if d is not None):
+            if values.dtype == np.uint64 and plan.mixed_signs:
+                values = values.view(np.int64)
+            if xp is np:
+                dest[unit.start:unit.start + values.shape[0]] = values
+            else:
+                uploader = getattr(local, "uploader", None) or _Uploader(xp)
+                local.uploader = uploader
+                uploader.put(column, dest, unit.start, values)
         return ends if plan.strings else found
 
     results = _run_in_order(read, plan.units, threads)
+    if xp is not np:
+        xp.cuda.Device().synchronize()  # every reading thread's last uploads
     if plan.strings:
         both = pa.chunked_array([chunk for end in (0, 1) for r in results for chunk in r[end].chunks],
                                 type=pa.large_string()).combine_chunks().dictionary_encode()
