@@ -5,6 +5,7 @@ components, read from a dataset of several files and row groups. Predecessors ar
 Graph500's rules against the one-partition numbering. Then: both output layouts and replacing
 an output, bad input on one rank, a rank killed mid-run, and the Prefect task on Dask workers."""
 import logging
+import math
 import os
 import signal
 from pathlib import Path
@@ -21,7 +22,7 @@ from kernels.bfs import bfs
 from kernels.graph import build_graph, edge_list, renumber
 from kernels.msf import minimum_spanning_forest
 from kernels.verify import verify_bfs
-from tasks.errors import InputError
+from tasks.errors import DeviceMemoryError, InputError
 from tasks.partitioned import PartitionFailed, choose_partitions, count_partitions, run_partitioned
 from tests.conftest import REAL_GRAPHS, realgraphs_dir
 from tests.references import scipy_msf_weight
@@ -47,11 +48,9 @@ def one_partition(src, dst, weight, sources, directed, depth_limit=None):
     """The reference: the single-GPU/CPU kernels on the whole edge list."""
     s, d, ids = renumber(src, dst)
     edges = edge_list(s, d, weight, int(ids.shape[0]))
-    rows = getattr(edges, "row", None)
-    rows = np.arange(src.shape[0]) if rows is None else rows
     dense = np.searchsorted(ids, np.asarray(sources, dtype=ids.dtype))
     search = bfs(build_graph(edges, directed), dense, depth_limit)
-    forest = np.sort(rows[minimum_spanning_forest(edges).edges])
+    forest = minimum_spanning_forest(edges).edges  # edge index = input row, ascending
     return ids, dense, search, forest, s, d
 
 
@@ -140,7 +139,7 @@ def test_ties_parallel_edges_self_loops_and_components(client, tmp_path, partiti
     total, count = scipy_msf_weight(ids.shape[0], s, d, weight)
     components = csgraph.connected_components(csr_matrix((np.ones(s.shape[0]), (s, d)), shape=(ids.shape[0],) * 2),
                                               directed=False)[0]
-    assert summary["total_weight"] == pytest.approx(total) and summary["forest_edges"] == count
+    assert summary["forest_weight"] == pytest.approx(total) and summary["forest_edges"] == count
     assert summary["components"] == components == 5
     assert summary["self_loops"] == int((s == d).sum()) > 0
     if layout == "dataset":
@@ -199,12 +198,15 @@ def test_partition_count_auto_and_memory_refusal():
     gib = 2**30
     assert choose_partitions("auto", 10**9, [], "numpy", "g") == 1
     assert choose_partitions(3, 10**9, [], "numpy", "g") == 3
-    assert choose_partitions("auto", 10**6, [80 * gib, 80 * gib], "cupy", "g", bytes_per_edge=100) == 1
-    assert choose_partitions("auto", 10**9, [80 * gib, 80 * gib], "cupy", "g", bytes_per_edge=100) == 2
-    with pytest.raises(Exception, match=r"g: 4000000000 edges need about 186.26 GiB of GPU memory on each of 2"):
-        choose_partitions("auto", 4 * 10**9, [80 * gib, 80 * gib], "cupy", "g", bytes_per_edge=100)
+    def per_rank(rows):
+        return lambda count: 100 * math.ceil(rows / count)
+
+    assert choose_partitions("auto", 10**6, [80 * gib, 80 * gib], "cupy", "g", per_rank(10**6)) == 1
+    assert choose_partitions("auto", 10**9, [80 * gib, 80 * gib], "cupy", "g", per_rank(10**9)) == 2
+    with pytest.raises(DeviceMemoryError, match=r"^g: 4000000000 edges need about 186.26 GiB of GPU memory on each of 2"):
+        choose_partitions("auto", 4 * 10**9, [80 * gib, 80 * gib], "cupy", "g", per_rank(4 * 10**9))
     with pytest.raises(InputError, match="3 partitions need 3 GPU workers; the cluster has 2"):
-        choose_partitions(3, 10, [gib, gib], "cupy", "g")
+        choose_partitions(3, 10, [gib, gib], "cupy", "g", per_rank(10))
     with pytest.raises(InputError, match="partitions must be a positive integer or 'auto'"):
         choose_partitions("many", 10, [], "numpy", "g")
     graph = str(realgraphs_dir() / "netscience.parquet")
