@@ -216,12 +216,13 @@ class _Rank:
     def _write(self, src, dst, weight, row_offset, own, owned_ids, searches, forest) -> None:
         spec, comm, xp = self.spec, self.comm, self.xp
         staging = Path(spec.staging)
-        id_type = pa.from_numpy_dtype(spec.plan.id_dtype)
+        id_dtype = np.dtype(owned_ids.dtype)  # the plan's, or the type the ranks agreed on for uint64 ids
+        id_type = pa.from_numpy_dtype(id_dtype)
         vertex = be.to_host(owned_ids)
         for (_, result), name in zip(searches, spec.bfs_results):
             has_parent = result.distance > 0  # sources and unreached vertices have none
             parents = fetch(comm, own, owned_ids, result.predecessor[has_parent])
-            parent_ids = np.zeros(own.owned, dtype=spec.plan.id_dtype)
+            parent_ids = np.zeros(own.owned, dtype=id_dtype)
             parent_ids[be.to_host(has_parent)] = be.to_host(parents)
             table = bfs_table(id_type, vertex, be.to_host(result.distance), parent_ids, be.to_host(has_parent))
             write_part(table, staging, name, self.rank, spec.layout, spec.compression)
