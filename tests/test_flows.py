@@ -270,6 +270,14 @@ def test_auto_partitions_on_the_cpu_run_the_one_partition_recipe(tmp_path):
         assert pq.read_table(tmp_path / "auto" / name).equals(pq.read_table(tmp_path / "one" / name))
 
 
+@pytest.mark.parametrize("params, named", [({"partitions": 0}, "partitions"), ({"partitions": "all"}, "partitions"),
+                                           ({"output_layout": "parts"}, "output_layout")])
+def test_partition_parameters_are_checked_before_anything_runs(tmp_path, params, named):
+    state = mst_flow(seed_file(tmp_path), output=str(tmp_path / "o"), return_state=True, **params)
+    assert state.is_failed() and "invalid parameters" in state.message and named in state.message, state.message
+    assert not (tmp_path / "o").exists()
+
+
 class KillRankBesideNoDriver(WorkerPlugin):
     """SIGKILLs a worker when one of its ranks logs ``phase``, unless the worker also runs the
     run's driver (the partitioned_run task): that rank's peers and the driver must notice. Once
