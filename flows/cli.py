@@ -77,7 +77,7 @@ def _depth(text: str) -> int:
     return value
 
 
-def partition_count(text: str) -> int | str:
+def _partitions(text: str) -> int | str:
     """``--partitions`` and $GRAPH_PARTITIONS: a whole number >= 1, or auto."""
     if text.strip().lower() == "auto":
         return "auto"
@@ -114,7 +114,7 @@ def build_parser(kind: str) -> Parser:
                                   "output directory OUTPUT/source-set-K per set, run in parallel)")
         parser.add_argument("--directed", action="store_true", help="follow edges src -> dst only")
         parser.add_argument("--depth-limit", type=_depth, default=None, metavar="N", help="stop after N levels")
-    parser.add_argument("--partitions", type=partition_count, default=None, metavar="N|auto",
+    parser.add_argument("--partitions", type=_partitions, default=None, metavar="N|auto",
                         help="split the graph over N Dask workers (one GPU each on a GPU machine), or auto: "
                              "one partition when the graph fits one GPU, else every GPU worker "
                              "(default: $GRAPH_PARTITIONS, else 1)")
@@ -159,7 +159,7 @@ def check(args: argparse.Namespace) -> str:
     if args.partitions is None:
         setting = os.environ.get("GRAPH_PARTITIONS") or "1"
         try:
-            args.partitions = partition_count(setting)
+            args.partitions = _partitions(setting)
         except argparse.ArgumentTypeError:
             raise UsageError(f"GRAPH_PARTITIONS={setting}: choose a whole number >= 1 or auto") from None
     if args.partitions != "auto" and args.partitions > 1:
