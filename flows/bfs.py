@@ -5,7 +5,10 @@
 
 Writes DIR/bfs_distances.parquet (with --source-set: DIR/source-set-K/bfs_distances.parquet per
 set): vertex, distance (null = unreached), predecessor (null for sources and unreached
-vertices), one row per vertex of the graph.
+vertices), one row per vertex of the graph, in ascending vertex order. With --partitions N
+(N > 1) the graph is split over N Dask workers, and the rows come in partition order instead
+(each partition's vertices ascending); with --output-layout dataset each result is a directory
+of one part per partition.
 """
 from __future__ import annotations
 
@@ -19,13 +22,17 @@ from pathlib import Path
 
 from prefect import flow, unmapped
 
-from flows.common import FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, default_output, finish, run_name, source_plan
+from flows.common import (
+    FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, default_output, finish,
+    partition_count, run_name, source_plan,
+)
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, resolve_sources, summarize,
     validate_bfs, write_results,
 )
+from tasks.partitioned import partitioned_run
 
 
 @flow(name="bfs", flow_run_name=run_name("bfs"), task_runner=task_runner(), log_prints=True,
@@ -33,7 +40,8 @@ from tasks.graph_tasks import (
 def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
              output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
              src_col: str = "src", dst_col: str = "dst", backend: Backend | None = None,
-             compression: Compression = "snappy") -> dict:
+             compression: Compression = "snappy", partitions: Partitions = 1,
+             output_layout: OutputLayout = "file") -> dict:
     """BFS distances: load -> renumber -> CSR -> direction-optimizing BFS per source set (mapped
     across workers) -> verify each -> write each bfs_distances.parquet.
 
@@ -48,10 +56,21 @@ def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list
         dst_col: Column of destination vertex ids (same type as src_col).
         backend: numpy (CPU), cupy (GPU) or auto (cupy when a GPU is usable; default: $GRAPH_BACKEND, else auto).
         compression: Parquet compression of the results (snappy: fast to write and read; zstd: smaller).
+        partitions: Dask workers to split the graph over (one GPU each), or auto (one when the graph fits one GPU, else every GPU worker).
+        output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
     """
     started = time.perf_counter()
-    sets, outputs, keys = source_plan(source, source_sets, output or default_output(input))
-    check_output_paths(input, [Path(o) / "bfs_distances.parquet" for o in outputs])
+    output = output or default_output(input)
+    sets, outputs, keys = source_plan(source, source_sets, output)
+    count = partition_count("bfs", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
+                            algorithms=("bfs",), directed=directed)
+    check_output_paths(input, [Path(o) / "bfs_distances.parquet" for o in outputs], directories=count > 1)
+    if count > 1:
+        summary = partitioned_run.submit(input, output, count, source=source, source_sets=source_sets, forest=False,
+                                         directed=directed, depth_limit=depth_limit, src_col=src_col, dst_col=dst_col,
+                                         weight_col=None, backend=backend, output_layout=output_layout,
+                                         compression=compression)
+        return finish("bfs", input, summary, started, [summary])
     prepared = load_edges.submit(input, src_col, dst_col, None, backend, ("bfs",), directed)
     graph = build_csr.submit(prepared, directed)
     sources = resolve_sources.map(unmapped(prepared), sets)

@@ -6,7 +6,8 @@ stderr and exit 1, like every other failure. When no Prefect server is configure
 temporary server the run needs is started first, so that it boots while this process imports
 Prefect and the flow; it is stopped when the command ends. Where the tasks run: ``--runner``,
 else $GRAPH_TASK_RUNNER, else ``auto`` (threads for small graphs, Dask above
-flows.runners.DASK_MIN_EDGES edges).
+flows.runners.DASK_MIN_EDGES edges); ``--partitions N`` with N > 1 runs on Dask workers, at least
+N of them on the CPU.
 """
 from __future__ import annotations
 
@@ -76,6 +77,19 @@ def _depth(text: str) -> int:
     return value
 
 
+def _partitions(text: str) -> int | str:
+    """``--partitions`` and $GRAPH_PARTITIONS: a whole number >= 1, or auto."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1 or auto, got {text!r}")
+    return value
+
+
 def _id_list(text: str) -> list[str]:
     ids = [part.strip() for part in text.split(",") if part.strip()]
     if not ids:
@@ -100,6 +114,13 @@ def build_parser(kind: str) -> Parser:
                                   "output directory OUTPUT/source-set-K per set, run in parallel)")
         parser.add_argument("--directed", action="store_true", help="follow edges src -> dst only")
         parser.add_argument("--depth-limit", type=_depth, default=None, metavar="N", help="stop after N levels")
+    parser.add_argument("--partitions", type=_partitions, default=None, metavar="N|auto",
+                        help="split the graph over N Dask workers (one GPU each on a GPU machine), or auto: "
+                             "one partition when the graph fits one GPU, else every GPU worker "
+                             "(default: $GRAPH_PARTITIONS, else 1)")
+    parser.add_argument("--output-layout", choices=["file", "dataset"], default="file",
+                        help="a partitioned run writes each result as one file, or as a Parquet dataset "
+                             "directory of one part per partition (default: file)")
     parser.add_argument("--compression", choices=["snappy", "zstd", "lz4", "gzip", "none"], default="snappy",
                         help="Parquet compression of the results (default: snappy, fast to write and read; "
                              "zstd makes smaller files)")
@@ -118,7 +139,8 @@ def build_parser(kind: str) -> Parser:
 
 def parameters(kind: str, args: argparse.Namespace) -> dict:
     params = dict(input=args.input, output=args.output, src_col=args.src_col, dst_col=args.dst_col,
-                  backend=args.backend, compression=args.compression)
+                  backend=args.backend, compression=args.compression, partitions=args.partitions,
+                  output_layout=args.output_layout)
     if kind != "bfs":
         params["weight_col"] = args.weight_col
     if kind != "mst":
@@ -128,11 +150,20 @@ def parameters(kind: str, args: argparse.Namespace) -> dict:
 
 
 def check(args: argparse.Namespace) -> str:
-    """Checks that need no import; returns the runner kind asked for."""
+    """Checks that need no import; returns the runner kind asked for. Sets ``args.partitions``
+    from $GRAPH_PARTITIONS when the option was not given."""
     if not os.path.exists(args.input):
         if os.path.islink(args.input):
             raise UsageError(f"{args.input}: dangling symbolic link (to {os.readlink(args.input)})")
         raise UsageError(f"{args.input}: input not found")
+    if args.partitions is None:
+        setting = os.environ.get("GRAPH_PARTITIONS") or "1"
+        try:
+            args.partitions = _partitions(setting)
+        except argparse.ArgumentTypeError:
+            raise UsageError(f"GRAPH_PARTITIONS={setting}: choose a whole number >= 1 or auto") from None
+    if args.partitions != "auto" and args.partitions > 1:
+        return "dask"  # one partition per Dask worker: the ranks run there
     kind = args.runner or os.environ.get("GRAPH_TASK_RUNNER")
     if not kind:  # a cluster's address means that cluster; otherwise the input's size decides
         kind = "dask" if args.dask_address or os.environ.get("GRAPH_DASK_ADDRESS") else "auto"
@@ -197,7 +228,7 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
     from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     from flows.common import TAGS
-    from flows.runners import resolve_auto, task_runner
+    from flows.runners import cpu_workers, resolve_auto, task_runner
 
     configured = PREFECT_API_URL.value()
     if configured and server is not None:  # configured where only Prefect looks (prefect.toml, .env)
@@ -211,6 +242,9 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
         for handler in logging.getLogger().handlers:
             if isinstance(handler, PrefectConsoleHandler):
                 handler.setLevel(logging.CRITICAL + 1)
+    if args.partitions != "auto" and args.partitions > 1:
+        # a CPU cluster of this machine gets a worker per partition (a GPU cluster has one per GPU)
+        environment["GRAPH_DASK_WORKERS"] = str(max(cpu_workers(), args.partitions))
     runner = task_runner(resolve_auto(runner_kind, args.input), args.dask_address)
     # a command-line run is watched by its caller: no heartbeat thread (it costs ~1 s per run)
     settings = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
@@ -268,9 +302,11 @@ def _remove_temporaries(params: dict) -> None:
     """The run's processes are gone: what they were writing is a stale temporary file."""
     from flows.common import default_output
     from tasks.edges_io import remove_stale_temporaries
+    from tasks.partitioned_io import remove_stale_staging
 
     output = Path(params["output"] or default_output(params["input"]))
     if output.is_dir():
+        remove_stale_staging(output)
         for directory in (output, *output.glob("source-set-*")):
             remove_stale_temporaries(directory)
 

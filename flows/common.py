@@ -1,12 +1,12 @@
 """What the three flows share: parameter types and descriptions, run names, output locations,
-source sets, and the end of a run."""
+source sets, the partition count, and the end of a run."""
 from __future__ import annotations
 
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Union
 
 from prefect import get_run_logger
 from prefect.futures import PrefectFuture
@@ -15,12 +15,15 @@ from pydantic import Field
 from flows.cli import describe
 from tasks.errors import InputError
 from tasks.graph_tasks import publish_failure, publish_summary
+from tasks.partitioned import decide_partitions
 
 # Parameter types: Prefect checks them when a run starts (before any task), so a wrong value
 # from the UI's form or from Python fails the run at once with one message naming it.
 Backend = Literal["auto", "numpy", "cupy"]
 Compression = Literal["snappy", "zstd", "lz4", "gzip", "none"]  # tasks.edges_io.COMPRESSIONS
 DepthLimit = Annotated[int, Field(ge=0)]
+Partitions = Union[Annotated[int, Field(ge=1)], Literal["auto"]]
+OutputLayout = Literal["file", "dataset"]  # tasks.partitioned_io.LAYOUTS
 
 # A run that takes longer than this fails with a timeout instead of holding its work pool slot
 # (a hung network mount, a runaway input): far above the largest graph measured (Kron-24
@@ -61,6 +64,20 @@ def source_plan(source: list | None, source_sets: list[list] | None, output: str
         return [list(source)], [output], [None]
     sets = [list(s) for s in source_sets]
     return sets, [str(Path(output) / f"source-set-{k}") for k in range(len(sets))], list(range(len(sets)))
+
+
+def partition_count(kind: str, input: str, partitions: int | str, **options) -> int:
+    """How many partitions the run uses: 1 (the one-partition recipe) when 1 was asked for,
+    else tasks.partitioned.decide_partitions's answer (``auto`` may give 1); an input it refuses
+    fails the run as a failed load would."""
+    if partitions == 1:
+        return 1
+    decision = decide_partitions.submit(input, partitions, **options)
+    try:
+        return decision.result()
+    except Exception as exc:
+        publish_failure(kind, input, exc)
+        raise
 
 
 def finish(kind: str, input: str, summary: PrefectFuture, started: float, stages: list) -> dict:

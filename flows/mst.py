@@ -2,7 +2,9 @@
 
     python -m flows.mst data/graph.parquet [--output DIR] [--weight-col C] [--runner threads]
 
-Writes DIR/mst_edges.parquet: src, dst, weight, one row per forest edge (the chosen input row).
+Writes DIR/mst_edges.parquet: src, dst, weight, one row per forest edge (the chosen input row),
+in input row order. With --partitions N (N > 1) the graph is split over N Dask workers; with
+--output-layout dataset the result is a directory of one part per partition.
 """
 from __future__ import annotations
 
@@ -16,19 +18,24 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.common import FLOW_TIMEOUT_SECONDS, Backend, Compression, default_output, finish, run_name
+from flows.common import (
+    FLOW_TIMEOUT_SECONDS, Backend, Compression, OutputLayout, Partitions, default_output, finish, partition_count,
+    run_name,
+)
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     load_edges, spanning_forest, summarize, validate_forest, write_results,
 )
+from tasks.partitioned import partitioned_run
 
 
 @flow(name="mst", flow_run_name=run_name("mst"), task_runner=task_runner(), log_prints=True,
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_col: str = "dst",
              weight_col: str = "weight", backend: Backend | None = None,
-             compression: Compression = "snappy") -> dict:
+             compression: Compression = "snappy", partitions: Partitions = 1,
+             output_layout: OutputLayout = "file") -> dict:
     """Minimum spanning forest: load -> renumber -> Boruvka -> verify -> write mst_edges.parquet.
 
     Args:
@@ -39,10 +46,19 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
         weight_col: Column of edge weights (numeric, finite).
         backend: numpy (CPU), cupy (GPU) or auto (cupy when a GPU is usable; default: $GRAPH_BACKEND, else auto).
         compression: Parquet compression of the results (snappy: fast to write and read; zstd: smaller).
+        partitions: Dask workers to split the graph over (one GPU each), or auto (one when the graph fits one GPU, else every GPU worker).
+        output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
     """
     started = time.perf_counter()
     output = output or default_output(input)
-    check_output_paths(input, [Path(output) / "mst_edges.parquet"])
+    count = partition_count("mst", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
+                            weight_col=weight_col, algorithms=("msf",))
+    check_output_paths(input, [Path(output) / "mst_edges.parquet"], directories=count > 1)
+    if count > 1:
+        summary = partitioned_run.submit(input, output, count, forest=True, src_col=src_col, dst_col=dst_col,
+                                         weight_col=weight_col, backend=backend, output_layout=output_layout,
+                                         compression=compression)
+        return finish("mst", input, summary, started, [summary])
     prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("msf",))
     forest = spanning_forest.submit(prepared)
     check = validate_forest.submit(prepared, forest)

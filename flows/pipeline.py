@@ -3,7 +3,8 @@
     python -m flows.pipeline data/graph.parquet --source 0 [--source ID ...] [--source-set ID,ID ...]
 
 Writes DIR/bfs_distances.parquet (or DIR/source-set-K/ per set) and DIR/mst_edges.parquet, only
-once every result is verified.
+once every result is verified. With --partitions N (N > 1) the graph is split over N Dask
+workers (see flows/bfs.py and flows/mst.py for the rows' order and --output-layout).
 """
 from __future__ import annotations
 
@@ -17,13 +18,17 @@ from pathlib import Path
 
 from prefect import flow, unmapped
 
-from flows.common import FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, default_output, finish, run_name, source_plan
+from flows.common import (
+    FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, default_output, finish,
+    partition_count, run_name, source_plan,
+)
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, resolve_sources, spanning_forest,
     summarize, validate_bfs, validate_forest, write_results,
 )
+from tasks.partitioned import partitioned_run
 
 
 @flow(name="pipeline", flow_run_name=run_name("pipeline"), task_runner=task_runner(), log_prints=True,
@@ -31,7 +36,8 @@ from tasks.graph_tasks import (
 def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
                   output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
                   src_col: str = "src", dst_col: str = "dst", weight_col: str = "weight",
-                  backend: Backend | None = None, compression: Compression = "snappy") -> dict:
+                  backend: Backend | None = None, compression: Compression = "snappy",
+                  partitions: Partitions = 1, output_layout: OutputLayout = "file") -> dict:
     """BFS and minimum spanning forest with one ingest: load -> renumber -> CSR -> BFS per
     source set and Boruvka, in parallel -> verify all -> write all.
 
@@ -47,11 +53,22 @@ def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list
         weight_col: Column of edge weights (numeric, finite).
         backend: numpy (CPU), cupy (GPU) or auto (cupy when a GPU is usable; default: $GRAPH_BACKEND, else auto).
         compression: Parquet compression of the results (snappy: fast to write and read; zstd: smaller).
+        partitions: Dask workers to split the graph over (one GPU each), or auto (one when the graph fits one GPU, else every GPU worker).
+        output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
     """
     started = time.perf_counter()
     output = output or default_output(input)
     sets, outputs, keys = source_plan(source, source_sets, output)
-    check_output_paths(input, [*(Path(o) / "bfs_distances.parquet" for o in outputs), Path(output) / "mst_edges.parquet"])
+    count = partition_count("pipeline", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
+                            weight_col=weight_col, algorithms=("bfs", "msf"), directed=directed)
+    check_output_paths(input, [*(Path(o) / "bfs_distances.parquet" for o in outputs), Path(output) / "mst_edges.parquet"],
+                       directories=count > 1)
+    if count > 1:
+        summary = partitioned_run.submit(input, output, count, source=source, source_sets=source_sets, forest=True,
+                                         directed=directed, depth_limit=depth_limit, src_col=src_col, dst_col=dst_col,
+                                         weight_col=weight_col, backend=backend, output_layout=output_layout,
+                                         compression=compression)
+        return finish("pipeline", input, summary, started, [summary])
     prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("bfs", "msf"), directed)
     graph = build_csr.submit(prepared, directed)
     sources = resolve_sources.map(unmapped(prepared), sets)

@@ -14,7 +14,8 @@
 
 The environment picks the default (deployments set it per work pool or job):
 GRAPH_TASK_RUNNER=dask|threads, GRAPH_DASK_ADDRESS, GRAPH_DASK_WORKERS (LocalCluster size),
-GRAPH_DASK_MIN_EDGES (the ``auto`` threshold).
+GRAPH_DASK_MIN_EDGES (the ``auto`` threshold). A partitioned run (flows' ``partitions`` > 1)
+runs one rank per worker of the flow's Dask cluster.
 
 prefect_dask and distributed are imported only when a Dask runner is asked for: they cost about
 half a second of every command's start.
@@ -57,18 +58,26 @@ def local_cluster(**kwargs):
     level = os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
     logging.getLogger("distributed").setLevel(level.upper())
     # the workers report task runs to the server this flow run uses: without PREFECT_API_URL
-    # each worker process would start a temporary server of its own
-    kwargs.setdefault("env", {"PREFECT_API_URL": _api_url()})
+    # each worker process would start a temporary server of its own. NVLink multicast stays
+    # off for the NCCL communicators of partitioned runs (the ranks also set it themselves).
+    kwargs.setdefault("env", {"PREFECT_API_URL": _api_url(), "NCCL_NVLS_ENABLE": "0"})
     if be.cupy_usable():
         from dask_cuda import LocalCUDACluster
 
+        # Dask's own messages are small: TCP, whatever UCX may offer; the ranks' data goes
+        # through NCCL
+        kwargs.setdefault("protocol", "tcp")
         return LocalCUDACluster(**kwargs)
     from distributed import LocalCluster
 
-    workers = int(os.environ.get("GRAPH_DASK_WORKERS") or min(4, os.cpu_count() or 1))
     # one thread per worker: the NumPy kernels are single-threaded, and a second thread would
     # only hold a second copy of a large graph in the same process
-    return LocalCluster(n_workers=workers, threads_per_worker=1, **kwargs)
+    return LocalCluster(n_workers=cpu_workers(), threads_per_worker=1, **kwargs)
+
+
+def cpu_workers() -> int:
+    """Workers of a CPU cluster of this machine: GRAPH_DASK_WORKERS, else min(4, cores)."""
+    return int(os.environ.get("GRAPH_DASK_WORKERS") or min(4, os.cpu_count() or 1))
 
 
 def _api_url() -> str:
@@ -131,7 +140,7 @@ def local_workers() -> int:
         import cupy
 
         return cupy.cuda.runtime.getDeviceCount()
-    return int(os.environ.get("GRAPH_DASK_WORKERS") or min(4, os.cpu_count() or 1))
+    return cpu_workers()
 
 
 def resolve_auto(kind: str, path: str) -> str:

@@ -30,7 +30,7 @@ Encodings:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -318,14 +318,6 @@ def bfs_partitioned(comm, g: LocalGraph, sources, depth_limit: int | None = None
     return PartitionedBFS(distance, predecessor, level, steps)
 
 
-def _edge_list(src, dst, weight, n: int) -> EdgeList:
-    # The edge index is the input row; an EdgeList that still declares ``row`` gets it spelled out.
-    if any(f.name == "row" for f in fields(EdgeList)):
-        xp = array_module(src)
-        return EdgeList(src=src, dst=dst, weight=weight, row=xp.arange(src.shape[0], dtype=np.int64), n=n)
-    return EdgeList(src=src, dst=dst, weight=weight, n=n)
-
-
 def msf_partitioned(comm, src, dst, weight, n: int, row_offset: int, on_stage=None) -> PartitionedForest:
     """Minimum spanning forest by local filtering. Each rank takes the forest of its own share of
     the edges; an edge left out is the heaviest on a cycle of its share, hence (cycle property)
@@ -336,7 +328,7 @@ def msf_partitioned(comm, src, dst, weight, n: int, row_offset: int, on_stage=No
     index wins) is the global one. ``on_stage(name)`` is called after the local forest and after
     each merge."""
     xp = array_module(src)
-    local = minimum_spanning_forest(_edge_list(src, dst, weight, n))
+    local = minimum_spanning_forest(EdgeList(src, dst, weight, n))
     chosen = local.edges
     ends = (src[chosen].astype(np.int64) << 32) | dst[chosen].astype(np.int64)
     weights, rows = weight[chosen], chosen + row_offset
@@ -357,8 +349,8 @@ def msf_partitioned(comm, src, dst, weight, n: int, row_offset: int, on_stage=No
             ends = xp.concatenate([ends, got_ends])
             weights = xp.concatenate([weights, got_weights])
             rows = xp.concatenate([rows, got_rows])
-            merged = minimum_spanning_forest(_edge_list((ends >> 32).astype(np.int32),
-                                                        (ends & 0xFFFFFFFF).astype(np.int32), weights, n))
+            merged = minimum_spanning_forest(EdgeList((ends >> 32).astype(np.int32),
+                                                     (ends & 0xFFFFFFFF).astype(np.int32), weights, n))
             ends, weights, rows = ends[merged.edges], weights[merged.edges], rows[merged.edges]
             rounds += merged.rounds
         step *= 2

@@ -592,11 +592,12 @@ def vertex_names(names: pa.Array | None, ids: np.ndarray) -> pa.Array:
     return pa.array(ids)
 
 
-def check_output_paths(input: str, targets: list[str | os.PathLike]) -> None:
+def check_output_paths(input: str, targets: list[str | os.PathLike], directories: bool = False) -> None:
     """Refuse, before anything is read, result files that could not be written or that a later
     run would read back as input: an output folder inside the input dataset (unless under a
-    folder the dataset walk skips, such as `_results/`), a result path taken by a folder, an
-    output folder path taken by a file."""
+    folder the dataset walk skips, such as `_results/`), a result path taken by a folder (unless
+    ``directories``: a partitioned run replaces a file or a dataset folder whole), an output
+    folder path taken by a file."""
     dataset = os.path.realpath(input) if os.path.isdir(input) else None
     for target in map(Path, targets):
         out = target.parent
@@ -607,7 +608,7 @@ def check_output_paths(input: str, targets: list[str | os.PathLike]) -> None:
                 if not any(part.startswith(SKIP_PREFIXES) for part in below if part != "."):
                     raise OutputError(f"{out}: output folder is inside the input dataset {input}, so a later run "
                                       "would read the results as input; write them elsewhere")
-        if os.path.lexists(target) and not target.is_file():
+        if os.path.lexists(target) and not (target.is_file() or (directories and target.is_dir())):
             raise OutputError(f"{target}: output path exists and is not a regular file")
         # whether a folder may be written is left to the write: with a remote Dask cluster the
         # workers write, and a path missing here may exist there

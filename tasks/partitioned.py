@@ -22,20 +22,23 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-import distributed
-from distributed.comm import get_address_host
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from kernels import backend as be
+from kernels.footprint import gpu_bytes
 from tasks.comm import CommError, comm_timeout, open_endpoint
-from tasks.edges_io import prepare_output_dir
+from tasks.edges_io import COMPRESSIONS, DEFAULT_COMPRESSION, prepare_output_dir
 from tasks.errors import DeviceMemoryError, InputError
-from tasks.graph_tasks import GPU_BYTES_PER_EDGE, KRUSKAL_LIMIT
+from tasks.graph_tasks import KRUSKAL_LIMIT, _label, _publish_report, artifact_key
 from tasks.partitioned_io import (
-    BFS_RESULT, DEFAULT_COMPRESSION, FOREST_RESULT, LAYOUTS, plan_input, publish, remove_stale_staging, staging_name,
+    BFS_RESULT, FOREST_RESULT, LAYOUTS, InputPlan, check_integer_ids, plan_input, publish, remove_stale_staging,
+    staging_name,
 )
 from tasks.partitioned_rank import RunSpec, nccl_unique_id, rank_main
+
+# distributed is imported where a run needs it: importing a flow (which imports this module)
+# costs no Dask import, as flows.runners promises
 
 log = logging.getLogger("graph.partitioned")
 
@@ -62,13 +65,19 @@ def parse_partitions(value) -> int | str:
     return count
 
 
-def choose_partitions(requested, rows: int, free: list[int], backend: str, path: str,
-                      bytes_per_edge: int = GPU_BYTES_PER_EDGE) -> int:
+def rank_bytes(plan: InputPlan, count: int, algorithms=("bfs", "msf"), directed: bool = False) -> int:
+    """GPU bytes each of ``count`` ranks needs: the one-GPU footprint (kernels/footprint.py) of
+    its share of the rows, with the whole graph's vertex bound (distances, parents and frontier
+    bitmaps of every vertex are gathered onto every rank). One rank: the one-GPU run's figure."""
+    weight_bytes = plan.weight_dtype.itemsize if plan.weight_dtype is not None else 0
+    return gpu_bytes(math.ceil(plan.rows / count), plan.footers.vertex_bound, weight_bytes, algorithms, directed)
+
+
+def choose_partitions(requested, rows: int, free: list[int], backend: str, path: str, need=None) -> int:
     """How many ranks a run uses. ``free``: bytes each worker can allocate on its GPU (empty on
-    the CPU). ``auto`` keeps one partition when the graph fits one GPU, else takes every GPU
-    worker; a graph that fits neither is refused with the figures, before anything is read.
-    Per rank the estimate is ``bytes_per_edge`` x its share of the rows (the share's edge list,
-    renumbering, CSR rows, forest and validation all scale with it)."""
+    the CPU); ``need(count)``: bytes each rank needs when there are ``count`` (rank_bytes).
+    ``auto`` keeps one partition when the graph fits one GPU, else takes every GPU worker; a
+    graph that fits neither is refused with the figures, before anything is read."""
     requested = parse_partitions(requested)
     workers = len(free) if backend == "cupy" else None
     if requested == "auto":
@@ -81,32 +90,46 @@ def choose_partitions(requested, rows: int, free: list[int], backend: str, path:
         return choices[0]
     free = sorted(free, reverse=True)
     for count in choices:
-        if count <= len(free) and bytes_per_edge * math.ceil(rows / count) <= free[count - 1]:
+        if count <= len(free) and need(count) <= free[count - 1]:
             return count
     count = choices[-1]
     if count > len(free):
         raise InputError(f"{path}: {count} partitions need {count} GPU workers; the cluster has {len(free)}")
-    need = bytes_per_edge * math.ceil(rows / count)
     raise DeviceMemoryError(
-        f"{path}: {rows} edges need about {need / 2**30:.2f} GiB of GPU memory on each of {count} GPU(s), "
+        f"{path}: {rows} edges need about {need(count) / 2**30:.2f} GiB of GPU memory on each of {count} GPU(s), "
         f"only {free[count - 1] / 2**30:.2f} GiB is free on one of them; add GPU workers or rerun with "
         "--backend numpy (GRAPH_BACKEND=numpy) to compute on the CPU")
 
 
 def count_partitions(input: str, partitions="auto", *, backend: str | None = None, client=None,
-                     src_col: str = "src", dst_col: str = "dst") -> int:
-    """How many partitions a run of ``input`` would use on ``client``'s workers (this process
-    when None): what a flow asks before choosing between the one-partition recipe and
-    ``partitioned_run``. Reads only the Parquet footers."""
-    plan = plan_input(input, src_col, dst_col, None)
+                     src_col: str = "src", dst_col: str = "dst", weight_col: str | None = None,
+                     algorithms=("bfs", "msf"), directed: bool = False) -> int:
+    """How many partitions a run of ``input`` would use on ``client``'s workers (without a
+    client: the cluster a run starts on this machine, one worker per GPU): what a flow asks
+    before choosing between the one-partition recipe and ``partitioned_run``. Reads only the
+    Parquet footers; an input the run would refuse for what they say is refused here."""
+    plan = plan_input(input, src_col, dst_col, weight_col, strings=True)  # one partition reads strings
+    workers = None
     if client is None:
         backend = be.resolve(backend)
-        free = [be.device_memory_free()] if backend == "cupy" else []
+        free = []
+        if backend == "cupy":
+            import cupy
+
+            # the other GPUs are taken to have as much free as this one: asking them would
+            # create a CUDA context on each in this process
+            free = [be.device_memory_free()] * cupy.cuda.runtime.getDeviceCount()
     else:
         workers = _workers(client)
         backend = next(iter(client.run(be.resolve, backend, workers=workers[:1]).values()))
         free = list(client.run(be.device_memory_free, workers=workers).values()) if backend == "cupy" else []
-    return choose_partitions(partitions, plan.rows, free, backend, plan.path)
+    count = choose_partitions(partitions, plan.rows, free, backend, plan.path,
+                              lambda c: rank_bytes(plan, c, algorithms, directed))
+    if count > 1:
+        check_integer_ids(plan)
+        if workers is not None and count > len(workers):
+            raise InputError(f"{plan.path}: {count} partitions need {count} Dask workers; the cluster has {len(workers)}")
+    return count
 
 
 def _source_plan(source, source_sets) -> tuple[list[list], list[str]]:
@@ -137,6 +160,8 @@ def _own_cluster(partitions: int | None):
     """A cluster of ``partitions`` single-threaded workers for a run given no client (None: one
     per GPU, or one on the CPU): GPU workers when there is a GPU. NCCL_NVLS_ENABLE=0 reaches
     them through the environment."""
+    import distributed
+
     saved = os.environ.get("NCCL_NVLS_ENABLE")
     os.environ["NCCL_NVLS_ENABLE"] = "0"
     try:
@@ -168,6 +193,8 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
     started = time.perf_counter()
     if output_layout not in LAYOUTS:
         raise InputError(f"output layout must be one of {', '.join(LAYOUTS)} (got {output_layout!r})")
+    if compression not in COMPRESSIONS:
+        raise InputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
     if depth_limit is not None and depth_limit < 0:
         raise InputError(f"depth limit must be >= 0 (got {depth_limit})")
     sets, bfs_results = _source_plan(source, source_sets)
@@ -187,6 +214,8 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
 
 def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend, output, layout,
            compression, timeout, started) -> dict:
+    from distributed.comm import get_address_host
+
     workers = _workers(client)
     backends = client.run(be.resolve, backend, workers=workers)
     if len(set(backends.values())) > 1:
@@ -195,7 +224,9 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
     free = client.run(be.device_memory_free, workers=workers) if backend == "cupy" else {}
     if free:  # the GPUs with the most free memory first
         workers = sorted(workers, key=lambda w: -free[w])
-    size = choose_partitions(partitions, plan.rows, [free[w] for w in workers if w in free], backend, plan.path)
+    algorithms = (("bfs",) if sets else ()) + (("msf",) if forest else ())
+    size = choose_partitions(partitions, plan.rows, [free[w] for w in workers if w in free], backend, plan.path,
+                             lambda count: rank_bytes(plan, count, algorithms, directed))
     if size > len(workers):
         raise InputError(f"{plan.path}: {size} partitions need {size} Dask workers; the cluster has {len(workers)}")
     workers = workers[:size]
@@ -236,11 +267,13 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
         raise
     shutil.rmtree(staging, ignore_errors=True)
     device = client.run(be.device_name, backend, workers=[workers[0]])[workers[0]]
-    summary = {"input": plan.path, "backend": backend, "device": device, "partitions": size, "layout": layout,
-               **summaries[0]}
+    # the keys of a one-partition run's summary (tasks.graph_tasks.summarize), and the partitions
+    summary = {"input": os.path.abspath(plan.path), "backend": backend, "device": f"{device}, {size} partitions",
+               "partitions": size, "layout": layout, **summaries[0]}
     seconds = summary.pop("seconds")
     for stage in seconds:  # a stage lasts as long as its slowest rank
         summary[f"{stage}_seconds"] = round(max(s["seconds"].get(stage, 0.0) for s in summaries), 4)
+    summary["validation"] = "passed"  # (a failed check raised on the ranks)
     summary["outputs"] = placed
     summary["total_seconds"] = round(time.perf_counter() - started, 3)
     return summary
@@ -290,11 +323,15 @@ def _cause(errors: dict[int, BaseException], lost: dict[int, str]) -> BaseExcept
     return PartitionFailed(f"partitioned run failed: {errors[rank]}; nothing was written")
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, persist_result=False)
 def partitioned_run(input: str, output: str, partitions=2, **options) -> dict:
-    """A whole partitioned run (see run_partitioned). On a Dask worker this task leaves its
-    worker thread while the ranks run, so a rank can run on its worker too; elsewhere (threads
-    runner) the run starts its own cluster."""
+    """A whole partitioned run (see run_partitioned); publishes the validation reports as the
+    one-partition run's tasks do (bfs-validation[-source-set-K], msf-validation) and returns the
+    summary without them. On a Dask worker this task leaves its worker thread while the ranks
+    run, so a rank can run on its worker too; elsewhere (threads runner) the run starts its own
+    cluster."""
+    import distributed
+
     try:
         distributed.get_worker()
     except ValueError:
@@ -302,18 +339,37 @@ def partitioned_run(input: str, output: str, partitions=2, **options) -> dict:
     else:
         with distributed.worker_client() as client:
             summary = run_partitioned(input, output, partitions, client=client, **options)
-    get_run_logger().info("partitioned run on %d ranks: %s", summary["partitions"], summary)
+    validate_seconds = summary.get("validate_seconds", 0.0)
+    keyed = options.get("source_sets") is not None
+    for k, report in enumerate(summary.pop("bfs_validation", [])):
+        source_set = k if keyed else None
+        extra = {"sources": len(options["source_sets"][k]) if keyed else len(options["source"]),
+                 "reached vertices": summary["reached"][k], "partitions": summary["partitions"],
+                 "seconds (every check of the run)": validate_seconds}
+        _publish_report("bfs", _label(source_set), artifact_key("bfs-validation", source_set), report, extra,
+                        validate_seconds)
+    if "msf_validation" in summary:
+        extra = {"forest edges": summary["forest_edges"], "total weight": summary["forest_weight"],
+                 "partitions": summary["partitions"], "seconds (every check of the run)": validate_seconds}
+        _publish_report("msf", "MSF", "msf-validation", summary.pop("msf_validation"), extra, validate_seconds)
+    get_run_logger().info("partitioned run on %d ranks, layout %s: wrote %s", summary["partitions"], summary["layout"],
+                          ", ".join(summary["outputs"]))
     return summary
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, persist_result=False)
 def decide_partitions(input: str, partitions="auto", backend: str | None = None, src_col: str = "src",
-                      dst_col: str = "dst") -> int:
+                      dst_col: str = "dst", weight_col: str | None = None, algorithms: tuple = ("bfs", "msf"),
+                      directed: bool = False) -> int:
     """How many partitions the run will use (count_partitions, asked of the task runner's
     cluster when this task runs on a Dask worker): 1 means the one-partition recipe."""
+    import distributed
+
+    options = dict(backend=backend, src_col=src_col, dst_col=dst_col, weight_col=weight_col, algorithms=algorithms,
+                   directed=directed)
     try:
         distributed.get_worker()
     except ValueError:
-        return count_partitions(input, partitions, backend=backend, src_col=src_col, dst_col=dst_col)
+        return count_partitions(input, partitions, **options)
     with distributed.worker_client() as client:
-        return count_partitions(input, partitions, backend=backend, client=client, src_col=src_col, dst_col=dst_col)
+        return count_partitions(input, partitions, client=client, **options)

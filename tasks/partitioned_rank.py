@@ -21,7 +21,9 @@ from kernels import backend as be
 from kernels.partitioned import bfs_partitioned, build_local_graph, fetch, locate, msf_partitioned, renumber_partitioned
 from kernels.partitioned_verify import verify_bfs_partitioned, verify_forest_partitioned
 from tasks.comm import Mesh, TcpCommunicator
+from tasks.edges_io import _Signs, _unify_signs
 from tasks.errors import DeviceMemoryError, InputError, ValidationFailed
+from tasks.graph_tasks import _reported_total
 from tasks.partitioned_io import FOREST_RESULT, InputPlan, bfs_table, forest_table, merge_parts, read_share, write_part
 
 log = logging.getLogger("graph.partitioned")
@@ -107,6 +109,9 @@ class _Rank:
         plan = spec.plan
         started = time.perf_counter()
         share = read_share(plan, self.rank, spec.size)
+        if plan.footers.mixed_signs:
+            unified = self._unify_signs(share.signs)
+            share.src, share.dst = share.src.view(unified), share.dst.view(unified)
         self._phase("read", started, "load")
         started = time.perf_counter()
         src, dst = be.to_backend(share.src, spec.backend), be.to_backend(share.dst, spec.backend)
@@ -145,8 +150,34 @@ class _Rank:
         self.summary["seconds"] = self.seconds
         return self.summary
 
+    def _unify_signs(self, found: list[_Signs]) -> np.dtype:
+        """uint64 ids beside signed ones: the type every rank's ids fit (edges_io's rule, over
+        the first id above 2**63-1 and the first negative id of any rank)."""
+        files = list(dict.fromkeys(u.file for u in self.spec.plan.footers.units))
+        columns = [self.spec.plan.src_col, self.spec.plan.dst_col]
+        big = next((s.big for s in found if s.big), None)
+        negative = next((s.negative for s in found if s.negative), None)
+        mine = np.full(8, -1, dtype=np.int64)  # (file, column, row, value bits) of each, -1: none
+        for k, where in enumerate((big, negative)):
+            if where is not None:
+                file, column, row, value = where
+                bits = np.array([value], dtype=np.uint64 if value > 0 else np.int64).view(np.int64)[0]
+                mine[4 * k:4 * k + 4] = [files.index(file), columns.index(column), row, bits]
+        every, _ = self.comm.allgatherv(self.xp.asarray(mine))
+        every = be.to_host(every).reshape(-1, 2, 4)
+        first = []
+        for k in (0, 1):
+            ranks = np.flatnonzero(every[:, k, 0] >= 0)
+            if ranks.size == 0:
+                first.append(None)
+                continue
+            file, column, row, bits = every[ranks[0], k]
+            value = int(np.array([bits]).view(np.uint64 if k == 0 else np.int64)[0])
+            first.append((files[file], columns[column], int(row), value))
+        return _unify_signs([_Signs(big=first[0], negative=first[1])])
+
     def _validate(self, src, dst, weight, row_offset, own, searches, forest) -> None:
-        spec, comm, xp = self.spec, self.comm, self.xp
+        spec, comm = self.spec, self.comm
         failed = []
         reports = []
         for dense, result in searches:
@@ -171,10 +202,11 @@ class _Rank:
             report = verify_forest_partitioned(comm, src, dst, weight, own.n, row_offset, spec.plan.rows, forest.rows,
                                                spec.kruskal_limit)
             chosen = forest.rows[(forest.rows >= row_offset) & (forest.rows < row_offset + src.shape[0])] - row_offset
-            total = xp.asarray([float(weight[chosen].astype(np.float64).sum())])
+            # the forest's weights in input row order (rank order), summed as a one-partition run sums them
+            weights, _ = comm.allgatherv(weight[chosen])
             self.summary.update(msf_validation=report, forest_edges=int(forest.rows.shape[0]),
                                 components=forest.components, rounds=forest.rounds, merges=forest.merges,
-                                total_weight=float(be.to_host(comm.allreduce(total, "sum"))[0]))
+                                forest_weight=_reported_total(weights))
             msf_seconds = self.seconds.get("msf", 0.0)
             self.summary["edges_per_second"] = round(spec.plan.rows / msf_seconds) if msf_seconds > 0 else None
             bad = [f"{k} ({v})" for k, v in report.items() if v != 0]
@@ -184,12 +216,13 @@ class _Rank:
     def _write(self, src, dst, weight, row_offset, own, owned_ids, searches, forest) -> None:
         spec, comm, xp = self.spec, self.comm, self.xp
         staging = Path(spec.staging)
-        id_type = pa.from_numpy_dtype(spec.plan.id_dtype)
+        id_dtype = np.dtype(owned_ids.dtype)  # the plan's, or the type the ranks agreed on for uint64 ids
+        id_type = pa.from_numpy_dtype(id_dtype)
         vertex = be.to_host(owned_ids)
         for (_, result), name in zip(searches, spec.bfs_results):
             has_parent = result.distance > 0  # sources and unreached vertices have none
             parents = fetch(comm, own, owned_ids, result.predecessor[has_parent])
-            parent_ids = np.zeros(own.owned, dtype=spec.plan.id_dtype)
+            parent_ids = np.zeros(own.owned, dtype=id_dtype)
             parent_ids[be.to_host(has_parent)] = be.to_host(parents)
             table = bfs_table(id_type, vertex, be.to_host(result.distance), parent_ids, be.to_host(has_parent))
             write_part(table, staging, name, self.rank, spec.layout, spec.compression)

@@ -35,9 +35,14 @@ SAMPLE = str(ROOT / "data" / "graph.parquet")
     (mst_cli.main, [SAMPLE, "--backend", "gpu"], "argument --backend: invalid choice: 'gpu'"),
     (mst_cli.main, [SAMPLE, "--runner", "processes"], "argument --runner: invalid choice: 'processes'"),
     (mst_cli.main, ["no/such/graph.parquet"], "no/such/graph.parquet: input not found"),
+    (mst_cli.main, [SAMPLE, "--partitions", "0"], "argument --partitions: expected a whole number >= 1 or auto, got '0'"),
+    (mst_cli.main, [SAMPLE, "--partitions", "2.5"], "argument --partitions: expected a whole number >= 1 or auto, got '2.5'"),
+    (mst_cli.main, [SAMPLE, "--partitions", "all"], "argument --partitions: expected a whole number >= 1 or auto, got 'all'"),
+    (mst_cli.main, [SAMPLE, "--output-layout", "parts"], "argument --output-layout: invalid choice: 'parts'"),
 ], ids=["fractional-depth", "negative-depth", "misspelt-option", "abbreviated-option", "extra-positional",
         "no-input", "no-source", "source-and-source-set", "empty-source-set", "unknown-backend",
-        "unknown-runner", "missing-input"])
+        "unknown-runner", "missing-input", "zero-partitions", "fractional-partitions", "unknown-partitions",
+        "unknown-layout"])
 def test_argument_errors_are_one_line_and_exit_1(main, argv, expected, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # nothing may be written, not even output/
     assert main(argv) == 1
@@ -51,6 +56,35 @@ def test_runner_from_the_environment_is_checked_too(capsys, monkeypatch):
     monkeypatch.setenv("GRAPH_TASK_RUNNER", "process")
     assert mst_cli.main([SAMPLE]) == 1
     assert capsys.readouterr().err.strip() == "error: GRAPH_TASK_RUNNER=process: choose auto, dask or threads"
+
+
+def test_partitions_from_the_environment_are_checked_too(capsys, monkeypatch):
+    monkeypatch.setenv("GRAPH_PARTITIONS", "none")
+    assert mst_cli.main([SAMPLE]) == 1
+    assert capsys.readouterr().err.strip() == "error: GRAPH_PARTITIONS=none: choose a whole number >= 1 or auto"
+
+
+@pytest.mark.parametrize("argv, environment, partitions, runner", [
+    ([], {}, 1, "threads"),
+    (["--partitions", "auto"], {}, "auto", "threads"),
+    ([], {"GRAPH_PARTITIONS": "AUTO"}, "auto", "threads"),
+    ([], {"GRAPH_PARTITIONS": "3"}, 3, "dask"),
+    (["--partitions", "1"], {"GRAPH_PARTITIONS": "3"}, 1, "threads"),
+    (["--partitions", "2", "--runner", "threads"], {}, 2, "dask"),
+], ids=["default", "auto", "auto-from-environment", "from-environment", "option-beats-environment",
+        "several-force-dask"])
+def test_partitions_reach_the_flow_and_several_run_on_dask(argv, environment, partitions, runner, monkeypatch):
+    from flows.cli import build_parser, check, parameters
+
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    args = build_parser("pipeline").parse_args([SAMPLE, "--source", "0", *argv])
+    assert check(args) == runner  # (conftest sets GRAPH_TASK_RUNNER=threads)
+    params = parameters("pipeline", args)
+    assert params["partitions"] == partitions and params["output_layout"] == "file"
+    dataset = build_parser("mst").parse_args([SAMPLE, "--output-layout", "dataset"])
+    check(dataset)
+    assert parameters("mst", dataset)["output_layout"] == "dataset"
 
 
 def _in_fresh_process(argv: list[str]) -> subprocess.CompletedProcess:
@@ -71,6 +105,10 @@ def test_help_and_a_missing_input_answer_before_prefect_is_imported(tmp_path):
     assert missing.returncode == 1
     assert missing.stderr.strip() == f"error: {tmp_path / 'nope.parquet'}: input not found"
     assert "imported: []" in missing.stdout
+    partitions = _in_fresh_process([SAMPLE, "--partitions", "-2"])
+    assert partitions.returncode == 1
+    assert "argument --partitions: expected a whole number >= 1 or auto, got '-2'" in partitions.stderr
+    assert "imported: []" in partitions.stdout
 
 
 def test_python_m_help_describes_each_command():

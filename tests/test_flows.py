@@ -1,17 +1,23 @@
 """Flows and the command line, end to end on real Parquet files under a real Prefect server."""
+import json
+import logging
 import os
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from distributed.diagnostics.plugin import WorkerPlugin
 
 from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
 from flows.mst import mst_flow
+from flows.pipeline import pipeline_flow
 from kernels.backend import resolve
 from kernels.msf import MSFResult
 from tests.conftest import ROOT, SEED_EDGES, realgraphs_dir
@@ -196,3 +202,168 @@ def test_output_files_are_as_readable_as_the_umask_says(tmp_path, umask, mode):
     finally:
         os.umask(previous)
     assert (tmp_path / "o" / "mst_edges.parquet").stat().st_mode & 0o777 == mode
+
+
+# Partitioned runs through the flows: the same results as one partition (distances compared
+# with the rows sorted by vertex, since a partitioned file lists each partition's vertices in
+# turn; predecessors checked by Graph500's rules, since any valid parent is correct), the same
+# summary, and a killed rank failing the run cleanly.
+
+def assert_partitioned_results_match(one: Path, many: Path, graph: Path, source_sets: list[list[int]], directed: bool):
+    from tests.test_partitioned import check_bfs_output, one_partition, read_columns
+
+    src, dst, weight = read_columns(graph)
+    expected = pq.read_table(one / "mst_edges.parquet")
+    assert pq.read_table(many / "mst_edges.parquet").equals(expected)  # input row order in both
+    for k, sources in enumerate(source_sets):
+        where = f"source-set-{k}/" if len(source_sets) > 1 else ""
+        by_vertex = [pq.read_table(d / where / "bfs_distances.parquet").sort_by("vertex") for d in (one, many)]
+        assert by_vertex[1].select(["vertex", "distance"]).equals(by_vertex[0].select(["vertex", "distance"]))
+        ids, dense, search, _, s, d = one_partition(src, dst, weight, sources, directed)
+        check_bfs_output(many / where / "bfs_distances.parquet", ids, dense, search, s, d, directed)
+
+
+def summary_line(out: str) -> str:
+    """The CLI's summary line without its timing."""
+    return out.splitlines()[0].rsplit(" (", 1)[0]
+
+
+def test_two_partitions_on_dask_give_the_one_partition_results(tmp_path, capsys, monkeypatch):
+    graph = realgraphs_dir() / "rome99.parquet"
+    sets = [[1], [7, 3000]]
+    argv = [str(graph), "--directed", *(a for s in sets for a in ("--source-set", ",".join(map(str, s))))]
+    code, one_out, err = run(pipeline_cli.main, [*argv, "--output", str(tmp_path / "one")], capsys)
+    assert code == 0, err
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")  # --partitions 2 asks for two CPU workers
+    code, out, err = run(pipeline_cli.main, [*argv, "--partitions", "2", "--runner", "dask", "--output-layout",
+                                             "dataset", "--output", str(tmp_path / "two")], capsys)
+    assert code == 0, err
+    assert summary_line(out) == summary_line(one_out)
+    assert [line for line in out.splitlines() if line.startswith("wrote")] == [
+        f"wrote {tmp_path / 'two' / f'source-set-{k}' / 'bfs_distances.parquet'}" for k in range(2)] + [
+        f"wrote {tmp_path / 'two' / 'mst_edges.parquet'}"]
+    assert sorted(p.name for p in (tmp_path / "two" / "mst_edges.parquet").iterdir()) == [
+        "part-00000.parquet", "part-00001.parquet"]
+    assert_partitioned_results_match(tmp_path / "one", tmp_path / "two", graph, sets, directed=True)
+    assert not [p for p in (tmp_path / "two").rglob(".*")]  # no staging or temporary file left
+
+
+def test_three_partitions_on_a_real_graph_give_the_one_partition_results(tmp_path, capsys, monkeypatch):
+    graph = realgraphs_dir() / "bitcoinalpha.parquet"  # negative weights, heavy ties, 5 components
+    argv = [str(graph), "--source", "1", "--source", "7"]
+    code, one_out, err = run(pipeline_cli.main, [*argv, "--output", str(tmp_path / "one")], capsys)
+    assert code == 0, err
+    monkeypatch.setenv("GRAPH_PARTITIONS", "3")
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
+    code, out, err = run(pipeline_cli.main, [*argv, "--output", str(tmp_path / "three")], capsys)
+    assert code == 0, err
+    assert summary_line(out) == summary_line(one_out)
+    assert (tmp_path / "three" / "mst_edges.parquet").is_file()
+    assert_partitioned_results_match(tmp_path / "one", tmp_path / "three", graph, [[1, 7]], directed=False)
+
+
+def test_auto_partitions_on_the_cpu_run_the_one_partition_recipe(tmp_path):
+    graph = str(realgraphs_dir() / "netscience.parquet")
+    auto = pipeline_flow(graph, source=["0"], output=str(tmp_path / "auto"), partitions="auto", output_layout="dataset")
+    one = pipeline_flow(graph, source=["0"], output=str(tmp_path / "one"))
+    assert "partitions" not in auto and auto["forest_edges"] == one["forest_edges"]
+    for name in ("bfs_distances.parquet", "mst_edges.parquet"):
+        assert (tmp_path / "auto" / name).is_file()  # one file each: the layout concerns partitioned runs
+        assert pq.read_table(tmp_path / "auto" / name).equals(pq.read_table(tmp_path / "one" / name))
+
+
+@pytest.mark.parametrize("params, named", [({"partitions": 0}, "partitions"), ({"partitions": "all"}, "partitions"),
+                                           ({"output_layout": "parts"}, "output_layout")])
+def test_partition_parameters_are_checked_before_anything_runs(tmp_path, params, named):
+    state = mst_flow(seed_file(tmp_path), output=str(tmp_path / "o"), return_state=True, **params)
+    assert state.is_failed() and "invalid parameters" in state.message and named in state.message, state.message
+    assert not (tmp_path / "o").exists()
+
+
+class KillRankBesideNoDriver(WorkerPlugin):
+    """SIGKILLs a worker when one of its ranks logs ``phase``, unless the worker also runs the
+    run's driver (the partitioned_run task): that rank's peers and the driver must notice. Once
+    per test, across worker processes, through a marker file."""
+
+    def __init__(self, marker: str, phase: str):
+        self.marker, self.phase = marker, phase
+
+    def setup(self, worker):
+        marker, phase = self.marker, self.phase
+
+        class Kill(logging.Handler):
+            def emit(self, record):
+                if not record.getMessage().split(": ", 1)[-1].startswith(f"{phase} ("):  # "rank R: PHASE (s)"
+                    return
+                if any("partitioned_run" in str(key) for key, ts in worker.state.tasks.items()
+                       if ts.state in ("executing", "long-running")):
+                    return
+                try:
+                    os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+                except FileExistsError:
+                    return
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        logger = logging.getLogger("graph.partitioned")
+        logger.setLevel(logging.INFO)
+        logger.addHandler(Kill())
+
+
+def artifacts_of(state) -> dict:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])))
+    return {a.key: a for a in found if a.key}
+
+
+def table_rows(artifact) -> dict:
+    data = json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
+    return {row["quantity"]: row["value"] for row in data}
+
+
+def test_partitioned_flow_artifacts_layouts_and_a_killed_rank(tmp_path):
+    """On a running cluster of two workers: a run's summary and validation artifacts, a rerun
+    in the other layout replacing each result whole, and a run whose rank is killed failing
+    with one line, its summary artifact saying so, nothing written."""
+    from distributed import Client, LocalCluster
+
+    from flows.runners import task_runner
+
+    graph = str(realgraphs_dir() / "netscience.parquet")
+    out = tmp_path / "out"
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address="127.0.0.1:0") as cluster, \
+            Client(cluster) as client:
+        flow = pipeline_flow.with_options(task_runner=task_runner(address=cluster.scheduler_address))
+        state = flow(graph, source=["0"], output=str(out), partitions=2, output_layout="dataset", return_state=True)
+        assert state.is_completed(), state.message
+        summary = state.result()
+        assert summary["partitions"] == 2 and summary["layout"] == "dataset" and summary["validation"] == "passed"
+        artifacts = artifacts_of(state)
+        assert {"pipeline-summary", "bfs-validation", "msf-validation"} <= set(artifacts)
+        rows = table_rows(artifacts["pipeline-summary"])
+        assert rows["validation"] == "passed" and rows["backend"].endswith(", 2 partitions")
+        assert rows["forest"].startswith(f"{summary['forest_edges']:,} edges, total weight ")
+        assert "| pass |" in artifacts["msf-validation"].data and "FAIL" not in artifacts["msf-validation"].data
+        dataset = pq.read_table(out / "mst_edges.parquet")
+        assert (out / "mst_edges.parquet").is_dir()
+
+        state = flow(graph, source=["0"], output=str(out), partitions=2, return_state=True)
+        assert state.is_completed(), state.message
+        assert (out / "mst_edges.parquet").is_file() and pq.read_table(out / "mst_edges.parquet").equals(dataset)
+        assert sorted(p.name for p in out.iterdir()) == ["bfs_distances.parquet", "mst_edges.parquet"]
+
+        marker = tmp_path / "killed"
+        client.register_plugin(KillRankBesideNoDriver(str(marker), "csr"), name="kill-rank")
+        try:
+            state = flow(graph, source=["0"], output=str(tmp_path / "killed-run"), partitions=2, return_state=True)
+        finally:
+            client.unregister_worker_plugin("kill-rank")
+    assert marker.exists(), "no rank was killed: the test did not test anything"
+    assert state.is_failed()
+    assert "\n" not in state.message.strip() and "died; nothing was written" in state.message, state.message
+    rows = table_rows(artifacts_of(state)["pipeline-summary"])
+    assert rows["validation"] == "not reached" and "died; nothing was written" in rows["error"]
+    assert not (tmp_path / "killed-run").exists()

@@ -2,9 +2,12 @@
 and 3 partitions, the same distances and the same forest as the one-partition kernels, on every
 real graph and on a generated graph with ties, parallel edges, self-loops, id gaps and several
 components, read from a dataset of several files and row groups. Predecessors are checked by
-Graph500's rules against the one-partition numbering. Then: both output layouts and replacing
-an output, bad input on one rank, a rank killed mid-run, and the Prefect task on Dask workers."""
+Graph500's rules against the one-partition numbering. A dataset the one-partition reader reads
+(uint64 beside signed ids, narrow weights, a skipped README) gives its results, types included;
+bad input gets its messages. Then: both output layouts and replacing an output, bad input on
+one rank, a rank killed mid-run, and the Prefect task on Dask workers."""
 import logging
+import math
 import os
 import signal
 from pathlib import Path
@@ -21,7 +24,7 @@ from kernels.bfs import bfs
 from kernels.graph import build_graph, edge_list, renumber
 from kernels.msf import minimum_spanning_forest
 from kernels.verify import verify_bfs
-from tasks.errors import InputError
+from tasks.errors import DeviceMemoryError, InputError
 from tasks.partitioned import PartitionFailed, choose_partitions, count_partitions, run_partitioned
 from tests.conftest import REAL_GRAPHS, realgraphs_dir
 from tests.references import scipy_msf_weight
@@ -47,11 +50,9 @@ def one_partition(src, dst, weight, sources, directed, depth_limit=None):
     """The reference: the single-GPU/CPU kernels on the whole edge list."""
     s, d, ids = renumber(src, dst)
     edges = edge_list(s, d, weight, int(ids.shape[0]))
-    rows = getattr(edges, "row", None)
-    rows = np.arange(src.shape[0]) if rows is None else rows
     dense = np.searchsorted(ids, np.asarray(sources, dtype=ids.dtype))
     search = bfs(build_graph(edges, directed), dense, depth_limit)
-    forest = np.sort(rows[minimum_spanning_forest(edges).edges])
+    forest = minimum_spanning_forest(edges).edges  # edge index = input row, ascending
     return ids, dense, search, forest, s, d
 
 
@@ -140,7 +141,7 @@ def test_ties_parallel_edges_self_loops_and_components(client, tmp_path, partiti
     total, count = scipy_msf_weight(ids.shape[0], s, d, weight)
     components = csgraph.connected_components(csr_matrix((np.ones(s.shape[0]), (s, d)), shape=(ids.shape[0],) * 2),
                                               directed=False)[0]
-    assert summary["total_weight"] == pytest.approx(total) and summary["forest_edges"] == count
+    assert summary["forest_weight"] == pytest.approx(total) and summary["forest_edges"] == count
     assert summary["components"] == components == 5
     assert summary["self_loops"] == int((s == d).sum()) > 0
     if layout == "dataset":
@@ -184,6 +185,88 @@ def test_a_bad_row_in_one_ranks_share_fails_the_run_with_that_rows_error(client,
     assert not (tmp_path / "out").exists()
 
 
+def one_partition_tables(path: Path, sources: list[str]) -> dict:
+    """What a one-partition run writes, from the same reader and kernels (tasks.graph_tasks)."""
+    from tasks.graph_tasks import Timed, bfs_table, forest_table, prepare_input, resolve_sources
+
+    prepared = prepare_input(str(path), "src", "dst", "weight", "numpy")
+    graph = build_graph(prepared.edges, False)
+    search = bfs(graph, resolve_sources.fn(Timed(prepared, 0.0), sources))
+    return {"bfs_distances.parquet": bfs_table(prepared, search),
+            "mst_edges.parquet": forest_table(prepared, minimum_spanning_forest(prepared.edges))}
+
+
+def test_a_dataset_read_as_a_one_partition_run_reads_it(client, tmp_path):
+    """uint64 ids above 2**63 in one file beside int64 ids in another (the values decide the
+    type: uint64), float16 and float32 weights (kept float32), row groups of 7 rows, and a
+    README that is skipped: the results, types included, are the one-partition run's."""
+    data = tmp_path / "g"
+    data.mkdir()
+    rng = np.random.default_rng(3)
+    big = np.uint64(2**63 + 10)
+    # spread over 2**40 values: ids in a narrow range above 2**63 meet a renumbering bug of the
+    # one-partition kernels (kernels.graph.IdRange.finish overflows), which this test is not about
+    spread = np.uint64(2**35)
+    a_src = rng.integers(0, 30, 60).astype(np.uint64) * spread + big
+    a_dst = rng.integers(0, 30, 60).astype(np.uint64) * spread + big
+    pq.write_table(pa.table({"src": a_src, "dst": a_dst, "weight": rng.random(60).astype(np.float32)}),
+                   data / "part-0.parquet", row_group_size=7)
+    b_src = rng.integers(0, 40, 50)
+    b_dst = rng.integers(0, 40, 50)
+    pq.write_table(pa.table({"src": b_src, "dst": b_dst, "weight": rng.random(50).astype(np.float16)}),
+                   data / "part-1.parquet", row_group_size=7)
+    (data / "README.md").write_text("edges of a test graph\n")
+    source = str(int(a_src[0]))
+    expected = one_partition_tables(data, [source])
+    run_partitioned(str(data), str(tmp_path / "out"), 3, source=[source], client=client)
+    for name, table in expected.items():
+        got = pq.read_table(tmp_path / "out" / name)
+        assert got.schema.equals(table.schema), name
+        if name.startswith("bfs"):
+            got, table = got.sort_by("vertex").drop_columns(["predecessor"]), table.sort_by("vertex").drop_columns(
+                ["predecessor"])
+        assert got.equals(table), name
+    assert expected["mst_edges.parquet"]["weight"].type == pa.float32()
+    assert expected["bfs_distances.parquet"]["vertex"].type == pa.uint64()
+
+
+def _bad(tmp_path: Path, case: str) -> Path:
+    path = tmp_path / f"{case}.parquet"
+    n = 200
+    src, dst = np.arange(n), np.arange(1, n + 1)
+    weight = np.ones(n)
+    if case == "nan-weight":
+        weight[150] = np.nan
+        table = pa.table({"src": src, "dst": dst, "weight": weight})
+    elif case == "inexact-integer-weight":
+        table = pa.table({"src": src, "dst": dst, "weight": np.where(np.arange(n) == 120, 2**60 + 1, 1)})
+    elif case == "big-and-negative-ids":
+        path = tmp_path / case
+        path.mkdir()
+        pq.write_table(pa.table({"src": src.astype(np.uint64) + np.uint64(2**63), "dst": dst.astype(np.uint64),
+                                 "weight": weight}), path / "part-a.parquet", row_group_size=50)
+        table = pa.table({"src": -src, "dst": dst, "weight": weight})
+        path = path / "part-b.parquet"
+    elif case == "missing-weight-column":
+        table = pa.table({"src": src, "dst": dst, "w": weight})
+    pq.write_table(table, path, row_group_size=50)
+    return path if case != "big-and-negative-ids" else path.parent
+
+
+@pytest.mark.parametrize("case", ["nan-weight", "inexact-integer-weight", "big-and-negative-ids",
+                                  "missing-weight-column"])
+def test_bad_input_is_refused_with_the_one_partition_runs_message(client, tmp_path, case):
+    from tasks.edges_io import read_edges
+
+    path = _bad(tmp_path, case)
+    with pytest.raises(InputError) as one:
+        read_edges(str(path))
+    with pytest.raises(InputError) as three:
+        run_partitioned(str(path), str(tmp_path / "out"), 3, client=client)
+    assert str(three.value) == str(one.value)
+    assert not (tmp_path / "out").exists()
+
+
 def test_unknown_source_and_string_ids_are_refused(client, tmp_path):
     path = realgraphs_dir() / "netscience.parquet"
     with pytest.raises(InputError, match="source '99999999' is not a vertex of the graph"):
@@ -199,12 +282,15 @@ def test_partition_count_auto_and_memory_refusal():
     gib = 2**30
     assert choose_partitions("auto", 10**9, [], "numpy", "g") == 1
     assert choose_partitions(3, 10**9, [], "numpy", "g") == 3
-    assert choose_partitions("auto", 10**6, [80 * gib, 80 * gib], "cupy", "g", bytes_per_edge=100) == 1
-    assert choose_partitions("auto", 10**9, [80 * gib, 80 * gib], "cupy", "g", bytes_per_edge=100) == 2
-    with pytest.raises(Exception, match=r"g: 4000000000 edges need about 186.26 GiB of GPU memory on each of 2"):
-        choose_partitions("auto", 4 * 10**9, [80 * gib, 80 * gib], "cupy", "g", bytes_per_edge=100)
+    def per_rank(rows):
+        return lambda count: 100 * math.ceil(rows / count)
+
+    assert choose_partitions("auto", 10**6, [80 * gib, 80 * gib], "cupy", "g", per_rank(10**6)) == 1
+    assert choose_partitions("auto", 10**9, [80 * gib, 80 * gib], "cupy", "g", per_rank(10**9)) == 2
+    with pytest.raises(DeviceMemoryError, match=r"^g: 4000000000 edges need about 186.26 GiB of GPU memory on each of 2"):
+        choose_partitions("auto", 4 * 10**9, [80 * gib, 80 * gib], "cupy", "g", per_rank(4 * 10**9))
     with pytest.raises(InputError, match="3 partitions need 3 GPU workers; the cluster has 2"):
-        choose_partitions(3, 10, [gib, gib], "cupy", "g")
+        choose_partitions(3, 10, [gib, gib], "cupy", "g", per_rank(10))
     with pytest.raises(InputError, match="partitions must be a positive integer or 'auto'"):
         choose_partitions("many", 10, [], "numpy", "g")
     graph = str(realgraphs_dir() / "netscience.parquet")
