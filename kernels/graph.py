@@ -71,7 +71,8 @@ class IdRange:
         if self.xp is np:
             count = int(np.count_nonzero(self.present))
             check_vertex_count(count)
-            ids = (np.flatnonzero(self.present) + self.lo).astype(self.dtype)
+            # in the ids' own dtype: lo may lie beyond int64 (uint64 ids above 2**63)
+            ids = np.flatnonzero(self.present).astype(self.dtype) + self.dtype.type(self.lo)
             if count < self.size:
                 dense = np.cumsum(self.present, dtype=np.int64) - 1
                 for a in arrays:

@@ -16,7 +16,6 @@ sees the old file or the new one, never a partial one.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import stat
 import tempfile

@@ -195,7 +195,8 @@ def test_bad_sources_are_rejected(backend):
     np.array([-(2**63), 2**63 - 1, -5, 0, 17], dtype=np.int64),
     np.array([2**64 - 1, 2**63, 3, 0, 9], dtype=np.uint64),
     np.array([10, 10_000_000, 5, 7, 8], dtype=np.int32),
-], ids=["int64-extremes", "uint64-above-2^63", "sparse-int32"])
+    np.array([2**63 + 12, 2**63 + 10, 2**63 + 11, 2**63 + 14, 2**63 + 13], dtype=np.uint64),
+], ids=["int64-extremes", "uint64-above-2^63", "sparse-int32", "narrow-range-above-2^63"])
 def test_renumber_round_trips_any_integer_ids(backend, ids):
     src, dst = ids[[0, 1, 2, 3]], ids[[1, 2, 3, 4]]
     edges, dense_ids = prepared(backend, src, dst)
