@@ -37,10 +37,10 @@ if [[ $what == big || $what == all ]]; then
   rm -rf /tmp/orchestration26
 fi
 if [[ $what == partitioned ]]; then
-  # every GPU of the machine: the two-GPU tests, then one and two partitions at Kron-24 and Kron-26
+  # every GPU of the machine: the two-GPU tests, then one and two partitions at Kron-24
   timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_partitioned_gpu.py 2>&1 | tee "$out/pytest-partitioned.log" | tail -5
   server
-  timeout 400 python3 -m benchmarks.partitioned --graph kron:24 --graph kron:26 --partitions 1,2 --bare \
+  timeout 400 python3 -m benchmarks.partitioned --graph kron:24 --partitions 1,2 --bare \
     --json "$out/h200x2-$(date +%F).json" 2>&1 | grep -v "distributed\." | tee "$out/partitioned.log" | tail -40
 fi
 if [[ $what == kernels || $what == all ]]; then
