@@ -92,6 +92,7 @@ RULER_SPACING = 1 << RULER_BITS
 RULED_LISTS = 1 << 16  # ... for this many arcs and more (_list_suffix_sums)
 # Python-level iterations of each looping step, by step: each is a few array operations (and on
 # a GPU a few launches), so these counts, not the forest's depth, set the time on deep forests.
+# A diagnostic for tests and profiling (calls in several threads add up in it).
 rounds = collections.Counter()
 
 
@@ -104,9 +105,10 @@ def _chunks(xp, m: int):
 def connected_components(src, dst, n: int):
     """Component label (int32) of every vertex: the smallest vertex id in its component. Hook
     each root to the smallest root across an edge, then compress paths, until no edge crosses.
-    O(len(src)) per round; used on forests here. O(log n) rounds: a tree that hooks nowhere
-    although it has neighbours, all of which hooked to other trees, meets a smaller root the next
-    round, so every two rounds leave at most 3/4 of the trees that still have neighbours."""
+    O(len(src)) per round; used on forests here. O(log n) rounds, each followed by log2 (longest
+    hook chain) compressions: a tree that hooks nowhere although it has neighbours, all of which
+    hooked to other trees, meets a smaller root the next round, so every two rounds leave at
+    most 3/4 of the trees that still have neighbours."""
     xp = array_module(src)
     label = xp.arange(n, dtype=np.int32)
     while True:
@@ -192,7 +194,7 @@ def _pointer_jump(packed, steps: int):
 def _list_suffix_sums(successor, weight, steps: int):
     """Suffix sums over linked lists: arcs 0 .. a-1, ``successor[i]`` the next arc or a (the end),
     ``weight`` non-negative ints, lists at most 2**steps arcs long. Returns, for every arc, the
-    sum of the weights from it to the end of its list, after at most 2 * steps rounds.
+    sum of the weights from it to the end of its list, in at most 2 steps + RULER_BITS rounds.
 
     Long lists are ranked through rulers, about one arc in RULER_SPACING (picked by a hash of
     the index, so spread along any list): pointers first jump only up to the next ruler, a few
@@ -206,8 +208,9 @@ def _list_suffix_sums(successor, weight, steps: int):
     packed[a] = a  # the end is a stop
     if a < RULED_LISTS:
         return _pointer_jump(packed, steps)[:a] >> 32
-    index = xp.arange(a, dtype=np.int64)
-    rulers = xp.flatnonzero(((index * 2654435761) & POINTER) >> 32 - RULER_BITS == 0)  # 0 among them
+    hashed = xp.arange(a, dtype=np.uint32) * np.uint32(2654435761)  # Knuth's multiplicative hash
+    rulers = xp.flatnonzero(hashed >> 32 - RULER_BITS == 0)  # arc 0 among them
+    del hashed
     reach = packed[rulers]  # a ruler's own weight and successor
     packed[rulers] = rulers  # rulers are stops too
     for _ in range(min(RULER_BITS, steps)):  # nearly every pointer is still short of a stop
@@ -454,7 +457,8 @@ def verify_forest(src, dst, weight, n: int, chosen):
     weight_of_rank = xp.concatenate([forest_weight[by_weight], xp.full(1, lowest, dtype=weight.dtype)])
     edge_rank = xp.empty(k, dtype=np.int32)
     edge_rank[by_weight] = xp.arange(k, dtype=np.int32)
-    size = xp.bincount(label, minlength=n)  # vertices of the tree labelled v (0 off labels)
+    # vertices of the tree labelled v (0 off labels); CuPy's bincount needs a non-empty input
+    size = xp.bincount(label, minlength=n) if n else xp.zeros(0, dtype=np.int64)
     steps = _tour_steps(size)
     parent, pedge, depth = _root_forest(fu, fv, label, size, steps)
     rank = xp.full(n, k, dtype=np.int32)  # a root: the lower end of an edge heavier than all
