@@ -171,12 +171,13 @@ def verify_bfs(src, dst, n: int, sources, distance, predecessor, directed=False,
     return report
 
 
-def _pointer_jump(packed, steps: int):
+def _pointer_jump(packed, steps: int, stop_early: bool = True):
     """Pointer jumping over an int64 array whose entries pack a pointer (low 32 bits) and a sum
     (high bits): every entry adds the sum of the entry it points to and takes over its pointer,
     doubling the hops it covers, until every pointer rests on an entry that points to itself
-    with sum 0 (a stop), or for ``steps`` rounds at most. One gather per round, and one host
-    sync for the test that ends the loop early. ``packed`` is reused as a buffer."""
+    with sum 0 (a stop), or for ``steps`` rounds at most. One gather per round, and with
+    ``stop_early`` one host sync for the test that ends the loop early. ``packed`` is reused as
+    a buffer."""
     xp = array_module(packed)
     ahead, part = xp.empty_like(packed), xp.empty_like(packed)
     for _ in range(steps):
@@ -185,7 +186,7 @@ def _pointer_jump(packed, steps: int):
         xp.take(packed, part, out=ahead)
         xp.bitwise_and(packed, SUM, out=part)
         ahead += part
-        if bool((ahead == packed).all()):  # pointers all on stops: nothing moved
+        if stop_early and bool((ahead == packed).all()):  # pointers all on stops: nothing moved
             break
         packed, ahead = ahead, packed
     return packed
@@ -213,9 +214,7 @@ def _list_suffix_sums(successor, weight, steps: int):
     del hashed
     reach = packed[rulers]  # a ruler's own weight and successor
     packed[rulers] = rulers  # rulers are stops too
-    for _ in range(min(RULER_BITS, steps)):  # nearly every pointer is still short of a stop
-        rounds["list ranking"] += 1
-        packed = xp.take(packed, packed & POINTER) + (packed & SUM)
+    packed = _pointer_jump(packed, min(RULER_BITS, steps), stop_early=False)  # few pointers stop this soon
     # from here on only the few pointers still short of a stop jump (a stop is its own value)
     moving = xp.flatnonzero(xp.take(packed, packed & POINTER) != (packed & POINTER))
     for _ in range(steps):
