@@ -18,18 +18,20 @@ and kernels.backend helpers only, so the same code runs on NumPy and on CuPy.
 - ``kruskal``: the sequential reference of seed 25.1 (sort, then union-find), serial Python; for
   tests and small graphs.
 
-Path maxima for (4): O(1) lookups per edge after O(n log n) work on the forest alone.
-Give the forest edges distinct ranks (by weight, ties in any order); root every tree with a
-level-synchronous search; r(v) is the rank of v's parent edge, and a root counts as the lower
-end of an edge heavier than all (rank k).
+Path maxima for (4): O(1) lookups per edge after O(n log n) work on the forest alone, in
+O(log n) rounds whatever the forest's depth (a round is a few array operations, on a GPU a few
+launches and at most one host sync; ``rounds`` counts them by step).
+Give the forest edges distinct ranks (by weight, ties in any order); root every tree at its
+label vertex (its Euler tour, below); r(v) is the rank of v's parent edge, and a root counts as
+the lower end of an edge heavier than all (rank k).
   * Heavier-ancestor tree A: the A-parent of v is its nearest proper ancestor a with
-    r(a) > r(v), or the root when there is none (binary lifting over max-rank tables).
+    r(a) > r(v), or the root when there is none (binary lifting over max-rank tables, as many
+    levels as bits in depth + 1).
   * Order each tree's vertices by a preorder walk of A whose children go in ascending r (A's
-    subtree sizes bottom-up, then positions top-down, one step per level of the forest), and
-    set h[pos(v)] = r(v). For u, v in one tree, the heaviest forest edge on the path u..v is
-    the one of rank max(h[i] for min(pos) < i <= max(pos)): one range maximum. And when u, v
-    lie in different trees that range holds the later tree's root (rank k), which is how (3)
-    is counted in the same pass.
+    Euler tour, below), and set h[pos(v)] = r(v). For u, v in one tree, the heaviest forest
+    edge on the path u..v is the one of rank max(h[i] for min(pos) < i <= max(pos)): one range
+    maximum. And when u, v lie in different trees that range holds the later tree's root
+    (rank k), which is how (3) is counted in the same pass.
   Why: this order lists the leaves of the Kruskal reconstruction tree (KRT: edges merged in rank
   order, each merge a node over the two clusters it joins; the path maximum of u, v is their
   lowest common KRT ancestor). Leaves of every KRT subtree are contiguous in any of its leaf
@@ -43,23 +45,40 @@ end of an edge heavier than all (rank k).
   v's side first gives v, then the blocks of cr, ..., c1 in ascending rank: the preorder walk.
   The leaf that opens block ci is ci itself, and its left neighbour lies on the chain's rest,
   so their LCA is ci's edge: h[pos(ci)] = r(ci).
+  Euler tours: a tree of s vertices has 2 (s - 1) arcs, each edge once down and once up, and
+  a walk that takes every arc once, each subtree entered through its parent edge and left
+  through it after every arc inside. The forest's tour needs no root to be built: with each
+  vertex's arcs in a circular list, u->v is followed by the arc after v->u in v's list; cut
+  after the arc into the root from its last neighbour, it is a list starting at the root. The
+  earlier of an edge's two arcs goes down, which roots the tree, and prefix sums of +1 (down)
+  and -1 (up) along the tour give depths. A's tour is built from A itself: down into v, then
+  down into v's lightest A-child (or up out of v at once); up out of v, then down into v's next
+  heavier sibling (or up out of v's A-parent, or the end at the root). Counting for every arc
+  the down arcs from it to the end of its list gives the preorder: v's position is its tree's
+  first position + the tree's size - the down arcs from v's own on.
+  List ranking (those counts, and the arcs left after each arc): pointer jumping, every arc
+  adding the count of the arc it points to and taking over its pointer, so log2 of the longest
+  tour rounds. On long lists rulers (one arc in 16, by a hash of the index) cut the passes over
+  all arcs to about log2(16 log n): pointers jump only to the next ruler, then the rulers'
+  list is ranked on its own.
   Range maxima: blocks of 64 positions; a range across blocks is a suffix, a prefix and a
   sparse table over block maxima; a range inside one block a sparse table of 7 levels.
 
 Memory: the edges are read in chunks (HOST_CHUNK / DEVICE_CHUNK) and nothing of length m is
 allocated: per chunk about a dozen temporaries of the chunk's length, four of them int64.
-Besides those: about ten int32/int64 arrays of n (labels, parents, parent edges, ranks,
-A-parents, sizes, offsets, positions), 2 * ceil(log2(depth + 1)) int32 lifting tables of n,
-the range-maximum tables (9 n int32 plus n / 64 * log2 n), the forest's k edges with sorted
-copies and an adjacency of 2k arcs; for the BFS check a few arrays of n.
+Besides those: about ten int32/int64 arrays of n (labels, parents, parent edges, ranks, sizes,
+A-parents, positions), ceil(log2(depth + 1)) int64 lifting tables of n, the range-maximum
+tables (9 n int32 plus n / 64 * log2 n), the forest's k edges and, while a tour is ranked,
+about eight int64 arrays of its 2k arcs; for the BFS check a few arrays of n.
 """
 from __future__ import annotations
 
+import collections
 import math
 
 import numpy as np
 
-from kernels.backend import array_module, scatter_add, scatter_min, segment_owner
+from kernels.backend import array_module, scatter_min
 
 # Edges are read in chunks so that temporaries never grow with m. Host: a chunk's dozen
 # temporaries (4-8 MB each) stay close to the CPU caches. GPU: fewer, larger launches; a dozen
@@ -67,6 +86,14 @@ from kernels.backend import array_module, scatter_add, scatter_min, segment_owne
 HOST_CHUNK = 1 << 20
 DEVICE_CHUNK = 1 << 22
 BLOCK_BITS = 6  # range-maximum blocks of 64 positions (see _range_maximum)
+POINTER, SUM = (1 << 32) - 1, -(1 << 32)  # the halves of a pointer-jumping int64 (_list_suffix_sums)
+RULER_BITS = 4  # list ranking: one ruler in about 2**RULER_BITS arcs ...
+RULER_SPACING = 1 << RULER_BITS
+RULED_LISTS = 1 << 16  # ... for this many arcs and more (_list_suffix_sums)
+# Python-level iterations of each looping step, by step: each is a few array operations (and on
+# a GPU a few launches), so these counts, not the forest's depth, set the time on deep forests.
+# A diagnostic for tests and profiling (calls in several threads add up in it).
+rounds = collections.Counter()
 
 
 def _chunks(xp, m: int):
@@ -75,22 +102,17 @@ def _chunks(xp, m: int):
         yield lo, min(lo + step, m)
 
 
-def _order_by(keys):
-    """Stable permutation that sorts int32 ``keys`` (fewer than 2**32 of them): one sort of the
-    keys packed with their positions (on the host NumPy's SIMD sort is twice as fast as argsort)."""
-    xp = array_module(keys)
-    shift = max(1, (int(keys.shape[0]) - 1).bit_length())
-    packed = xp.sort((keys.astype(np.int64) << shift) | xp.arange(keys.shape[0], dtype=np.int64))
-    return packed & ((1 << shift) - 1)
-
-
 def connected_components(src, dst, n: int):
     """Component label (int32) of every vertex: the smallest vertex id in its component. Hook
     each root to the smallest root across an edge, then compress paths, until no edge crosses.
-    O(len(src)) per round; used on forests here."""
+    O(len(src)) per round; used on forests here. O(log n) rounds, each followed by log2 (longest
+    hook chain) compressions: a tree that hooks nowhere although it has neighbours, all of which
+    hooked to other trees, meets a smaller root the next round, so every two rounds leave at
+    most 3/4 of the trees that still have neighbours."""
     xp = array_module(src)
     label = xp.arange(n, dtype=np.int32)
     while True:
+        rounds["components: hooking"] += 1
         lu, lv = label[src], label[dst]
         cross = lu != lv
         if not bool(cross.any()):
@@ -98,6 +120,7 @@ def connected_components(src, dst, n: int):
         lo, hi = xp.minimum(lu, lv)[cross], xp.maximum(lu, lv)[cross]
         scatter_min(label, hi, lo)
         while True:
+            rounds["components: shortcuts"] += 1
             nxt = label[label]
             if bool((nxt == label).all()):
                 break
@@ -148,82 +171,186 @@ def verify_bfs(src, dst, n: int, sources, distance, predecessor, directed=False,
     return report
 
 
-def _root_forest(fu, fv, label, n: int):
-    """Root every tree of the forest (fu[i], fv[i]) at its label vertex by a level-synchronous
-    search. Returns parent (a root is its own), parent-edge position (-1 at roots) and the list
-    of levels (level 0: the roots)."""
+def _pointer_jump(packed, steps: int, stop_early: bool = True):
+    """Pointer jumping over an int64 array whose entries pack a pointer (low 32 bits) and a sum
+    (high bits): every entry adds the sum of the entry it points to and takes over its pointer,
+    doubling the hops it covers, until every pointer rests on an entry that points to itself
+    with sum 0 (a stop), or for ``steps`` rounds at most. One gather per round, and with
+    ``stop_early`` one host sync for the test that ends the loop early. ``packed`` is reused as
+    a buffer."""
+    xp = array_module(packed)
+    ahead, part = xp.empty_like(packed), xp.empty_like(packed)
+    for _ in range(steps):
+        rounds["list ranking"] += 1
+        xp.bitwise_and(packed, POINTER, out=part)
+        xp.take(packed, part, out=ahead)
+        xp.bitwise_and(packed, SUM, out=part)
+        ahead += part
+        if stop_early and bool((ahead == packed).all()):  # pointers all on stops: nothing moved
+            break
+        packed, ahead = ahead, packed
+    return packed
+
+
+def _list_suffix_sums(successor, weight, steps: int):
+    """Suffix sums over linked lists: arcs 0 .. a-1, ``successor[i]`` the next arc or a (the end),
+    ``weight`` non-negative ints, lists at most 2**steps arcs long. Returns, for every arc, the
+    sum of the weights from it to the end of its list, in at most 2 steps + RULER_BITS rounds.
+
+    Long lists are ranked through rulers, about one arc in RULER_SPACING (picked by a hash of
+    the index, so spread along any list): pointers first jump only up to the next ruler, a few
+    rounds; then the rulers' own list, a / RULER_SPACING entries, is ranked; then one gather
+    adds a ruler's sum to every arc before it. That is about log2(RULER_SPACING log a) passes
+    over all arcs instead of log2(a)."""
+    xp = array_module(successor)
+    a = int(successor.shape[0])
+    packed = xp.empty(a + 1, dtype=np.int64)
+    packed[:a] = (weight.astype(np.int64) << 32) | successor
+    packed[a] = a  # the end is a stop
+    if a < RULED_LISTS:
+        return _pointer_jump(packed, steps)[:a] >> 32
+    hashed = xp.arange(a, dtype=np.uint32) * np.uint32(2654435761)  # Knuth's multiplicative hash
+    rulers = xp.flatnonzero(hashed >> 32 - RULER_BITS == 0)  # arc 0 among them
+    del hashed
+    reach = packed[rulers]  # a ruler's own weight and successor
+    packed[rulers] = rulers  # rulers are stops too
+    packed = _pointer_jump(packed, min(RULER_BITS, steps), stop_early=False)  # few pointers stop this soon
+    # from here on only the few pointers still short of a stop jump (a stop is its own value)
+    moving = xp.flatnonzero(xp.take(packed, packed & POINTER) != (packed & POINTER))
+    for _ in range(steps):
+        if moving.shape[0] == 0:
+            break
+        rounds["list ranking"] += 1
+        mine = packed[moving]
+        jumped = xp.take(packed, mine & POINTER) + (mine & SUM)
+        packed[moving] = jumped
+        moving = moving[jumped != mine]
+    # each ruler's sum up to the next ruler (or the end), and that ruler as a place in the rulers' list
+    reach = (reach & SUM) + xp.take(packed, reach & POINTER)
+    place = xp.empty(a + 1, dtype=np.int64)
+    place[rulers] = xp.arange(rulers.shape[0], dtype=np.int64)
+    place[a] = rulers.shape[0]
+    ruled = xp.empty(rulers.shape[0] + 1, dtype=np.int64)
+    ruled[:-1] = (reach & SUM) | xp.take(place, reach & POINTER)
+    ruled[-1] = rulers.shape[0]
+    del place, reach
+    total = xp.zeros(a + 1, dtype=np.int64)
+    total[rulers] = _pointer_jump(ruled, steps)[:-1] >> 32
+    return (packed[:a] >> 32) + xp.take(total, packed[:a] & POINTER)
+
+
+def _tour_steps(size) -> int:
+    """Pointer-jumping steps that rank every Euler tour: ceil(log2) of the longest, 2 (s - 1)
+    arcs for a tree of s vertices (``size``: vertices per tree, indexed by its label)."""
+    largest = int(size.max()) if size.shape[0] else 0
+    return max(0, 2 * largest - 3).bit_length()
+
+
+def _root_forest(fu, fv, label, size, steps: int):
+    """Root every tree of the forest (fu[i], fv[i]) at its label vertex through its Euler tour.
+    Arc i goes fu[i] -> fv[i], arc k + i back; sorted by tail, each vertex's arcs form a
+    circular list, and the tour goes from u->v on to the arc after v->u in v's list. A tour
+    starts at its root's first arc and ends at the arc into the root from the root's last
+    neighbour. Of an edge's two arcs the one earlier in the tour goes down. Returns parent (a
+    root is its own), parent-edge position (-1 at roots) and the forest's depth (prefix sums of
+    +1 down, -1 up over the tours laid end to end)."""
     xp = array_module(fu)
-    k = int(fu.shape[0])
-    ends = xp.concatenate([fu, fv]).astype(np.int32)
-    order = _order_by(ends)
-    far = xp.concatenate([fv, fu]).astype(np.int32)[order]
-    edge = (order % max(k, 1)).astype(np.int32)
-    start = xp.zeros(n + 1, dtype=np.int64)
-    start[1:] = xp.cumsum(xp.bincount(ends, minlength=n))
-    parent = xp.full(n, -1, dtype=np.int32)
+    k, n = int(fu.shape[0]), int(label.shape[0])
+    parent = xp.arange(n, dtype=np.int32)
     pedge = xp.full(n, -1, dtype=np.int32)
-    frontier = xp.flatnonzero(label == xp.arange(n, dtype=np.int32)).astype(np.int32)
-    parent[frontier] = frontier
-    levels = [frontier]
-    while True:
-        count = start[frontier + 1] - start[frontier]
-        seg = segment_owner(count)
-        if seg.shape[0] == 0:
-            return parent, pedge, levels
-        owner = frontier[seg]
-        at = xp.arange(seg.shape[0]) - (xp.cumsum(count) - count)[seg] + start[frontier][seg]
-        child = far[at]
-        new = child != parent[owner]  # in a forest every other neighbour is a child
-        child, owner, at = child[new], owner[new], at[new]
-        if child.shape[0] == 0:
-            return parent, pedge, levels
-        parent[child], pedge[child] = owner, edge[at]
-        levels.append(child)
-        frontier = child
+    if k == 0:
+        return parent, pedge, 0
+    tail = xp.concatenate([fu, fv]).astype(np.int64)
+    shift = (2 * k - 1).bit_length()
+    key = xp.sort((tail << shift) | xp.arange(2 * k, dtype=np.int64))  # (tail, arc) as one integer
+    order = key & ((1 << shift) - 1)
+    key >>= shift  # the tail of each arc in `order`
+    opens = xp.ones(2 * k, dtype=bool)
+    opens[1:] = key[1:] != key[:-1]
+    first = xp.flatnonzero(opens)  # places in `order` where a vertex's arcs begin ...
+    last = xp.empty_like(first)  # ... and end
+    last[:-1] = first[1:] - 1
+    last[-1] = 2 * k - 1
+    following = xp.empty(2 * k, dtype=np.int64)
+    following[:-1] = order[1:]
+    following[last] = order[first]  # the lists are circular
+    after = xp.empty(2 * k, dtype=np.int64)
+    after[order] = following  # the arc after each arc in its tail's list
+    del following, opens
+    successor = xp.concatenate([after[k:], after[:k]])  # u->v is followed by the arc after v->u
+    del after
+    at_root = label[key[first]] == key[first]
+    successor[(order[last[at_root]] + k) % (2 * k)] = 2 * k  # into a root from its last neighbour: the end
+    del key, order, first, last
+    remaining = _list_suffix_sums(successor, xp.ones(2 * k, dtype=np.int8), steps)  # arcs to the end
+    del successor
+    down = remaining[:k] > remaining[k:]  # fu[i] -> fv[i] comes first: fu[i] is the parent
+    child = xp.where(down, fv, fu)
+    parent[child] = xp.where(down, fu, fv)
+    pedge[child] = xp.arange(k, dtype=np.int32)
+    tour_end = xp.cumsum(xp.maximum(2 * size - 2, 0))  # tree v's tour ends at tour_end[v]
+    step = xp.empty(2 * k, dtype=np.int8)
+    step[tour_end[label[tail]] - remaining] = xp.where(xp.concatenate([down, ~down]), 1, -1).astype(np.int8)
+    depth = int(xp.cumsum(step, dtype=np.int32).max())
+    return parent, pedge, depth
 
 
-def _heavier_ancestor(parent, rank, depth_levels: int):
+def _heavier_ancestor(parent, rank, depth: int):
     """A-parent of every vertex: its nearest proper ancestor a with rank[a] > rank[v] (roots
-    have rank above all, so they stop every search). Binary lifting over max-rank tables."""
+    have rank above all, so they stop every search). Binary lifting, as many levels as bits in
+    depth + 1; level j packs, for every x, the max rank over x and its next 2**j - 1 ancestors
+    (high 32 bits) with its 2**j-th ancestor (low bits), so a lookup is one gather."""
     xp = array_module(parent)
-    up, top = [parent], [rank]  # top[j][x]: max rank over x and its next 2**j - 1 ancestors
-    for _ in range(1, max(1, depth_levels.bit_length())):
-        up.append(up[-1][up[-1]])
-        top.append(xp.maximum(top[-1], top[-1][up[-2]]))
-    at = parent.copy()
-    for j in reversed(range(len(up))):
-        jump = top[j][at] < rank
-        at = xp.where(jump, up[j][at], at)
+    table = [(rank.astype(np.int64) << 32) | parent]
+    for _ in range(1, max(1, (depth + 1).bit_length())):
+        rounds["binary lifting"] += 1
+        below = table[-1]
+        above = xp.take(below, below & POINTER)
+        table.append(xp.maximum(below & SUM, above & SUM) | (above & POINTER))
+    at = parent.astype(np.int64)
+    for level in reversed(table):
+        rounds["binary lifting"] += 1
+        entry = xp.take(level, at)
+        at = xp.where(entry >> 32 < rank, entry & POINTER, at)
     return at
 
 
-def _krt_leaf_order(parent, rank, levels, n: int):
+def _krt_leaf_order(parent, aparent, rank, label, size, steps: int):
     """Position of every vertex in a Kruskal-reconstruction-tree leaf order (module docstring):
-    a preorder walk of the heavier-ancestor tree, children in ascending rank."""
+    a preorder walk of the heavier-ancestor tree A, children in ascending rank, trees one after
+    another by label. The walk is A's Euler tour, ranked by pointer jumping."""
     xp = array_module(parent)
-    aparent = _heavier_ancestor(parent, rank, len(levels))
-    size = xp.ones(n, dtype=np.int32)  # vertices in v's A-subtree; A-children are deeper
-    for level in reversed(levels[1:]):
-        scatter_add(size, aparent[level], size[level])
-    # offset of each A-child among its siblings: the sizes of its lighter siblings. Children
-    # sorted by (A-parent, rank) as plain values; a rank names its child (vertex_of_rank).
+    n = int(parent.shape[0])
+    first = xp.cumsum(size) - size  # tree v's positions begin at first[v]; its root goes there
+    position = first[label]
     child = xp.flatnonzero(parent != xp.arange(n, dtype=np.int32))
     k = int(child.shape[0])
+    if k == 0:
+        return position.astype(np.int32)
+    # children sorted by (A-parent, rank) as plain values; a rank names its child (vertex_of_rank)
     vertex_of_rank = xp.empty(k, dtype=np.int64)
     vertex_of_rank[rank[child]] = child
     key = xp.sort(aparent[child].astype(np.int64) * k + rank[child])
-    child = vertex_of_rank[key % max(k, 1)]
-    grouped = key // max(k, 1)
-    first = xp.ones(child.shape[0], dtype=bool)
-    first[1:] = grouped[1:] != grouped[:-1]
-    before = xp.cumsum(size[child], dtype=np.int64) - size[child]
-    offset = xp.zeros(n, dtype=np.int64)
-    offset[child] = before - before[xp.flatnonzero(first)][xp.cumsum(first) - 1]
-    roots = levels[0]
-    position = xp.zeros(n, dtype=np.int64)
-    position[roots] = xp.cumsum(size[roots], dtype=np.int64) - size[roots]
-    for level in levels[1:]:  # A-parents are shallower: already placed
-        position[level] = position[aparent[level]] + 1 + offset[level]
+    child = vertex_of_rank[key % k]
+    group = key // k  # the A-parent
+    del key, vertex_of_rank
+    # A's tour: arc j goes down into child[j], arc k + j up out of it; 2k is the end
+    index = xp.arange(k, dtype=np.int64)
+    slot = xp.full(n, -1, dtype=np.int64)
+    slot[child] = index
+    opens = xp.ones(k, dtype=bool)  # child[j] is its A-parent's first (lightest) child
+    opens[1:] = group[1:] != group[:-1]
+    first_child = xp.full(n, -1, dtype=np.int64)
+    first_child[group[opens]] = index[opens]
+    below = first_child[child]
+    into = xp.where(below >= 0, below, k + index)  # after going down: to the first child, or back up
+    closes = xp.ones(k, dtype=bool)
+    closes[:-1] = opens[1:]
+    above = aparent[child]
+    out = xp.where(closes, xp.where(parent[above] == above, 2 * k, k + slot[above]), index + 1)
+    weight = xp.concatenate([xp.ones(k, dtype=np.int8), xp.zeros(k, dtype=np.int8)])
+    later = _list_suffix_sums(xp.concatenate([into, out]), weight, steps)[:k]  # v and the rest of its tree
+    position[child] += size[label[child]] - later
     return position.astype(np.int32)
 
 
@@ -234,6 +361,7 @@ def _sparse_table(values, levels: int):
     table = xp.empty((levels, n), dtype=values.dtype)
     table[0] = values
     for j in range(1, levels):
+        rounds["range maxima"] += 1
         span = 1 << (j - 1)
         table[j] = table[j - 1]
         if span < n:
@@ -257,6 +385,7 @@ def _range_maximum(h):
     suffix = prefix.copy()
     step = 1
     while step < width:  # in-block scans, log2(width) steps
+        rounds["range maxima"] += 1
         prefix[:, step:] = xp.maximum(prefix[:, step:], prefix[:, :-step])
         suffix[:, :-step] = xp.maximum(suffix[:, :-step], suffix[:, step:])
         step *= 2
@@ -327,11 +456,15 @@ def verify_forest(src, dst, weight, n: int, chosen):
     weight_of_rank = xp.concatenate([forest_weight[by_weight], xp.full(1, lowest, dtype=weight.dtype)])
     edge_rank = xp.empty(k, dtype=np.int32)
     edge_rank[by_weight] = xp.arange(k, dtype=np.int32)
-    parent, pedge, levels = _root_forest(fu, fv, label, n)
+    # vertices of the tree labelled v (0 off labels); CuPy's bincount needs a non-empty input
+    size = xp.bincount(label, minlength=n) if n else xp.zeros(0, dtype=np.int64)
+    steps = _tour_steps(size)
+    parent, pedge, depth = _root_forest(fu, fv, label, size, steps)
     rank = xp.full(n, k, dtype=np.int32)  # a root: the lower end of an edge heavier than all
     below = xp.flatnonzero(pedge >= 0)
     rank[below] = edge_rank[pedge[below]]
-    position = _krt_leaf_order(parent, rank, levels, n)
+    aparent = _heavier_ancestor(parent, rank, depth)
+    position = _krt_leaf_order(parent, aparent, rank, label, size, steps)
     h = xp.empty(n, dtype=np.int32)
     h[position] = rank
     range_max = _range_maximum(h)

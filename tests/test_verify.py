@@ -309,3 +309,208 @@ def test_directed_bfs_follows_arcs_only(backend):
     assert all_zero(check(dist, pred))
     d, p = dist.copy(), pred.copy(); d[3], p[3] = 3, 2  # 2 -> 3 is no arc
     assert check(d, p)["tree edges are input edges"] == 1
+
+
+# ---- deep forests: rounds grow with log n, not with the depth -------------------------------
+
+def round_budget(n):
+    """Rounds (Python-level iterations, kernels.verify.rounds) allowed on n vertices: about
+    8 log2 n are taken; a loop over the levels of these forests would take thousands."""
+    return 10 * math.log2(max(n, 2)) + 40
+
+
+def verify_counting_rounds(backend, src, dst, weight, n, chosen):
+    verify.rounds.clear()
+    report = check_forest(backend, src, dst, weight, n, chosen)
+    return report, sum(verify.rounds.values())
+
+
+def scipy_tree_edges(src, dst, weight, n):
+    """scipy's minimum spanning forest as edge indices, for graphs without parallel edges or
+    self-loops (weights shifted to be positive)."""
+    w = weight.astype(np.float64)
+    tree = csgraph.minimum_spanning_tree(sp.csr_matrix((w - w.min() + 1.0, (src, dst)), shape=(n, n))).tocoo()
+    key = src.astype(np.int64) * n + dst
+    order = np.argsort(key)
+    return np.sort(order[np.searchsorted(key[order], tree.row.astype(np.int64) * n + tree.col)])
+
+
+def test_path_of_100000_vertices_gives_brute_force_verdicts(backend):
+    """A path 100,000 vertices deep (ids shuffled, random weights) with chords a little lighter
+    than, as heavy as, or a little heavier than the heaviest path edge they span: the verifier
+    counts exactly the lighter ones, in O(log n) rounds."""
+    rng = np.random.default_rng(5)
+    n = 100_000
+    along = rng.permutation(n)  # along[i] is the i-th vertex of the path
+    path_w = rng.random(n - 1)
+    a = rng.integers(0, n, 300)
+    b = np.minimum(a + rng.integers(1, 2000, 300), n - 1)  # path places a < b (short spans too)
+    a, b = a[a < b], b[a < b]
+    span_max = np.array([path_w[x:y].max() for x, y in zip(a, b)])
+    chord_w = span_max + rng.choice([-0.01, 0.0, 0.01], a.size)  # equal to the maximum: no violation
+    lighter = int((chord_w < span_max).sum())
+    src = np.concatenate([along[:-1], along[a], along[:3]]).astype(np.int32)
+    dst = np.concatenate([along[1:], along[b], along[:3]]).astype(np.int32)  # and three self-loops
+    weight = np.concatenate([path_w, chord_w, np.full(3, -1.0)])
+    path = np.arange(n - 1)
+    report, rounds = verify_counting_rounds(backend, src, dst, weight, n, path)
+    assert report == {"edges are distinct input edges": 0, "acyclic": 0, "one tree per component": 0,
+                      "minimum (cycle property)": lighter}
+    assert rounds <= round_budget(n)
+    heavy = weight.copy()
+    heavy[n - 1:n - 1 + a.size] = 2.0  # every chord heavier than every path edge
+    assert all_zero(check_forest(backend, src, dst, heavy, n, path))
+
+
+@pytest.mark.parametrize("side", [512, 1024])
+def test_grid_forests(backend, side):
+    """Minimum spanning trees of square grids (random weights) run thousands of levels deep."""
+    from data.generators import grid
+
+    src, dst, weight = grid(np, side)
+    src, dst, n = src.astype(np.int32), dst.astype(np.int32), side * side
+    tree = scipy_tree_edges(src, dst, weight, n)
+    report, rounds = verify_counting_rounds(backend, src, dst, weight, n, tree)
+    assert all_zero(report) and rounds <= round_budget(n)
+    if side > 512:
+        return
+    # one edge outside the tree made lighter than all: exactly that edge breaks the cycle property
+    outside = np.setdiff1d(np.arange(src.size), tree)[side]
+    light = weight.copy()
+    light[outside] = -1.0
+    assert check_forest(backend, src, dst, light, n, tree)["minimum (cycle property)"] == 1
+    # a tree edge dropped: the grid's edges across that cut now join two trees
+    assert check_forest(backend, src, dst, weight, n, tree[1:])["one tree per component"] >= 1
+
+
+def test_luxembourg_road_network(backend):
+    """A real road network (its forest thousands of levels deep; ids with gaps, so isolated
+    vertices): scipy's and Kruskal's forests pass; one lighter edge is caught."""
+    import pyarrow.parquet as pq
+
+    from tests.conftest import realgraphs_dir
+
+    table = pq.read_table(realgraphs_dir() / "luxembourg_osm.parquet")
+    src, dst = (table[c].to_numpy().astype(np.int32) for c in ("src", "dst"))
+    weight = table["weight"].to_numpy()
+    n = int(max(src.max(), dst.max())) + 1
+    forest = scipy_forest(src, dst, weight, n)
+    report, rounds = verify_counting_rounds(backend, src, dst, weight, n, forest)
+    assert all_zero(report) and rounds <= round_budget(n)
+    assert all_zero(check_forest(backend, src, dst, weight, n, kruskal(src, dst, weight, n)[1]))
+    outside = np.setdiff1d(np.flatnonzero(src != dst), forest)[::997]
+    light = weight.copy()
+    light[outside] = weight.min() - 1.0
+    assert check_forest(backend, src, dst, light, n, forest)["minimum (cycle property)"] == outside.size
+
+
+def test_several_deep_components_with_self_loops_and_float32_ties(backend):
+    """A 20,000-vertex path with chords, a 100x100 grid, a star and isolated vertices under
+    shuffled ids, self-loops, float32 weights from a few values (ties everywhere): both
+    references' forests pass; swapping a forest edge for an equally heavy edge across its cut
+    passes, for a heavier one fails."""
+    rng = np.random.default_rng(8)
+    pieces, base = [], 0
+    path = np.arange(19_999)
+    chords = rng.integers(0, 20_000, (2, 3000))
+    pieces.append(np.concatenate([np.stack([path, path + 1]), chords], axis=1))
+    base += 20_000
+    cell = np.arange(100 * 100).reshape(100, 100)
+    right = np.stack([cell[:, :-1].ravel(), cell[:, 1:].ravel()])
+    down = np.stack([cell[:-1].ravel(), cell[1:].ravel()])
+    pieces.append(base + np.concatenate([right, down], axis=1))
+    base += 10_000
+    pieces.append(base + np.stack([np.zeros(499, int), np.arange(1, 500)]))
+    base += 500
+    n = base + 50  # 50 isolated vertices
+    ends = np.concatenate(pieces, axis=1)
+    loops = rng.integers(0, n, 40)
+    ends = np.concatenate([ends, np.stack([loops, loops])], axis=1)
+    ids = rng.permutation(n)
+    order = rng.permutation(ends.shape[1])
+    src, dst = ids[ends[0][order]].astype(np.int32), ids[ends[1][order]].astype(np.int32)
+    weight = rng.choice(np.array([0.25, 0.5, 1.0, 1.5, 2.0], np.float32), src.size)
+    weight[src == dst] = -1.0
+    forest = kruskal(src, dst, weight, n)[1]
+    for chosen in (forest, scipy_forest(src, dst, weight, n)):
+        report, rounds = verify_counting_rounds(backend, src, dst, weight, n, chosen)
+        assert all_zero(report) and rounds <= round_budget(n)
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    for e in forest.tolist():
+        g.add_edge(int(src[e]), int(dst[e]), edge=e)
+    in_forest = set(forest.tolist())
+    kept = {"equal": 0, "heavier": 0}
+    for e in rng.permutation(src.size).tolist():
+        if e in in_forest or src[e] == dst[e]:
+            continue
+        walk = nx.shortest_path(g, int(src[e]), int(dst[e]))
+        f = max((g.edges[a, b]["edge"] for a, b in zip(walk, walk[1:])), key=lambda x: weight[x])
+        kind = "equal" if weight[e] == weight[f] else "heavier"
+        if kept[kind] == 3:
+            continue
+        report = check_forest(backend, src, dst, weight, n, np.append(forest[forest != f], e))
+        if kind == "equal":
+            assert all_zero(report)
+        else:
+            assert report["minimum (cycle property)"] >= 1 and report["one tree per component"] == 0
+        kept[kind] += 1
+        if min(kept.values()) == 3:
+            break
+    assert kept == {"equal": 3, "heavier": 3}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+def test_verdicts_match_brute_force_path_maxima(backend, seed, dtype):
+    """Small random forests (several trees, deep and bushy) with query edges of tied and
+    untied weights: the verifier counts exactly the queries lighter than the heaviest forest
+    edge on the path a plain graph walk finds, and exactly the queries that join two trees."""
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(2, 80))
+    parent = [int(rng.integers(max(0, v - 3), v)) if rng.random() < 0.9 else -1 for v in range(1, n)]
+    fs = np.array([v for v, p in zip(range(1, n), parent) if p >= 0], dtype=np.int64)
+    fd = np.array([p for p in parent if p >= 0], dtype=np.int64)
+    fw = rng.choice([0.5, 1.0, 1.0, 2.0, 3.0], fs.size)
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    g.add_weighted_edges_from(zip(fs.tolist(), fd.tolist(), fw.tolist()))
+    qa, qb = rng.integers(0, n, 60), rng.integers(0, n, 60)
+    qw = rng.choice([0.25, 0.5, 1.0, 2.0, 3.0, 4.0], 60)
+    joined = np.array([nx.has_path(g, a, b) for a, b in zip(qa.tolist(), qb.tolist())], dtype=bool)
+    lighter = 0
+    for a, b, w in zip(qa[joined].tolist(), qb[joined].tolist(), qw[joined].tolist()):
+        walk = nx.shortest_path(g, a, b)  # [a] for a self-loop: never lighter than an empty path
+        lighter += int(a != b and w < max(g.edges[x, y]["weight"] for x, y in zip(walk, walk[1:])))
+    ids = rng.permutation(n)  # ids unrelated to the forest's shape
+    for queries, crossing in ((joined, 0), (np.ones(60, bool), int((~joined).sum()))):
+        src = ids[np.concatenate([fs, qa[queries]])].astype(np.int32)
+        dst = ids[np.concatenate([fd, qb[queries]])].astype(np.int32)
+        weight = np.concatenate([fw, qw[queries]]).astype(dtype)
+        report = check_forest(backend, src, dst, weight, n, np.arange(fs.size))
+        assert report == {"edges are distinct input edges": 0, "acyclic": 0, "one tree per component": crossing,
+                          "minimum (cycle property)": -1 if crossing else lighter}
+
+
+@pytest.mark.parametrize("lengths", [[1], [1, 2, 1, 5, 3], [70_000], [3] * 20_000 + [1, 100_000]],
+                         ids=["one arc", "short lists", "one long list", "many lists and a long one"])
+def test_list_suffix_sums(xp, lengths):
+    """Pointer jumping (with rulers on long lists) against a running sum along each list, its
+    arcs scattered over the array; within 2 log2(longest) + RULER_BITS rounds."""
+    rng = np.random.default_rng(len(lengths))
+    a = sum(lengths)
+    walk = rng.permutation(a)  # the lists, one after another: walk[i] is the i-th arc
+    last = np.cumsum(lengths) - 1
+    successor = np.empty(a, dtype=np.int64)
+    successor[walk[:-1]] = walk[1:]
+    successor[walk[last]] = a
+    weight = rng.integers(0, 4, a).astype(np.int8)
+    running = np.cumsum(weight[walk].astype(np.int64))
+    which = np.repeat(np.arange(len(lengths)), lengths)
+    expected = np.empty(a, dtype=np.int64)
+    expected[walk] = running[last][which] - running + weight[walk]
+    steps = (max(lengths) - 1).bit_length()
+    verify.rounds.clear()
+    got = verify._list_suffix_sums(xp.asarray(successor), xp.asarray(weight), steps)
+    assert np.array_equal(be.to_host(got), expected)
+    assert verify.rounds["list ranking"] <= 2 * steps + verify.RULER_BITS
