@@ -197,11 +197,12 @@ def main(kind: str, argv=None) -> int:
         return 1
     handlers = {signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
     _signals_received.clear()
-    server = None
+    server = watchdog = None
     params = parameters(kind, args)
     try:
         if not _api_url_configured_outside_prefect():
             server = TemporaryServer()  # boots while the imports below run
+        watchdog = _Watchdog(params, server)
         return _run(kind, args, params, runner_kind, server)
     except BaseException as exc:
         if _interrupted(exc):
@@ -214,6 +215,8 @@ def main(kind: str, argv=None) -> int:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 1
     finally:
+        if watchdog is not None:
+            watchdog.close()
         if server is not None:
             server.stop()
         for signum, handler in handlers.items():
@@ -298,17 +301,74 @@ def one_line(exc: BaseException) -> str:
     return lines[0]
 
 
-def _remove_temporaries(params: dict) -> None:
-    """The run's processes are gone: what they were writing is a stale temporary file."""
+def _remove_temporaries(params: dict, ending: int | None = None) -> None:
+    """The run's processes are gone (or, ``ending``, this one is about to go): what they were
+    writing is a stale temporary file."""
     from flows.common import default_output
     from tasks.edges_io import remove_stale_temporaries
     from tasks.partitioned_io import remove_stale_staging
 
     output = Path(params["output"] or default_output(params["input"]))
     if output.is_dir():
-        remove_stale_staging(output)
+        remove_stale_staging(output, ending)
         for directory in (output, *output.glob("source-set-*")):
-            remove_stale_temporaries(directory)
+            remove_stale_temporaries(directory, ending)
+
+
+# After SIGINT or SIGTERM the run unwinds (Prefect records how it ended, the task runner waits
+# for the task in hand: the forest of a large graph takes seconds). A command asked to stop
+# answers within a second whatever it was doing: a watchdog, woken by the signal through
+# Python's wakeup fd (which sees every signal, whichever handler Prefect has installed), ends
+# the process INTERRUPT_GRACE_SECONDS later if it is still there: it stops the processes this
+# command started, removes the temporary files and exits 130.
+INTERRUPT_GRACE_SECONDS = 0.5
+
+
+class _Watchdog:
+    def __init__(self, params: dict, server: "TemporaryServer | None"):
+        import threading
+
+        self.params, self.server = params, server
+        self.read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        self.write_end = write_end
+        self.previous = signal.set_wakeup_fd(write_end)
+        threading.Thread(target=self._wait, name="interrupt-watchdog", daemon=True).start()
+
+    def _wait(self) -> None:
+        while True:  # each byte is the number of a signal that arrived; a library's own (SIGCHLD) passes
+            try:
+                woken = os.read(self.read_end, 1)
+            except OSError:
+                return
+            if not woken:
+                return
+            if woken[0] in (signal.SIGINT, signal.SIGTERM):
+                time.sleep(INTERRUPT_GRACE_SECONDS)
+                self._end()
+
+    def _end(self) -> None:
+        try:
+            import psutil
+
+            children = psutil.Process().children(recursive=True)
+            for child in children:
+                child.terminate()
+            psutil.wait_procs(children, timeout=0.2)
+        except Exception:  # ending anyway: what is left of the children ends with its parent
+            pass
+        if self.server is not None and self.server.process.poll() is None:
+            self.server.process.kill()
+        try:
+            _remove_temporaries(self.params, ending=os.getpid())
+        finally:
+            print("interrupted: no partial file was left", file=sys.stderr, flush=True)
+            os._exit(130)
+
+    def close(self) -> None:
+        signal.set_wakeup_fd(self.previous)
+        os.close(self.write_end)  # the watchdog reads end-of-file and leaves
+        os.close(self.read_end)
 
 
 def _api_url_configured_outside_prefect() -> bool:

@@ -27,6 +27,7 @@ def kernel(name: str):
     found = _kernels.get(name)
     if found is None:
         if _module is None:
+            cp.cuda.Device().use()  # loading the module is a driver call: this thread's context current
             _module = cp.RawModule(code=source(), options=("-std=c++17",), name_expressions=name_expressions())
         found = _kernels[name] = _module.get_function(name)
     return found

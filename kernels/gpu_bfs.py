@@ -62,6 +62,9 @@ def levels_grid() -> int:
     """Blocks of bfs_levels that are resident at once: the cooperative launch's grid."""
     global _levels_grid
     if _levels_grid is None:
+        # the occupancy query is a driver call: it needs this thread's context current, which a
+        # thread whose first CUDA call this is (a task runner's worker thread) does not have yet
+        cp.cuda.Device().use()
         fn = gpu.kernel("bfs_levels").kernel
         per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, BFS_THREADS, 0)
         _levels_grid = max(1, per_sm) * gpu.sm_count()

@@ -637,14 +637,15 @@ def _temporary_prefix(target: Path) -> str:
     return f".{target.name}~{socket.gethostname()}~{os.getpid()}~"
 
 
-def remove_stale_temporaries(output: str | os.PathLike) -> list[Path]:
-    """Delete temporary result files in ``output`` left by dead processes of this host."""
+def remove_stale_temporaries(output: str | os.PathLike, ending: int | None = None) -> list[Path]:
+    """Delete temporary result files in ``output`` left by dead processes of this host (and by
+    process ``ending``, which is about to exit)."""
     removed = []
     for path in Path(output).glob(".*~*~*~*.tmp"):
         parts = path.name.split("~")
         if len(parts) != 4 or parts[1] != socket.gethostname() or not parts[2].isdigit():
             continue
-        if not _process_alive(int(parts[2])):
+        if int(parts[2]) == ending or not _process_alive(int(parts[2])):
             path.unlink(missing_ok=True)
             removed.append(path)
     return removed

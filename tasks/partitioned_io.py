@@ -166,16 +166,18 @@ def staging_name(token: str) -> str:
     return f".partitioned~{socket.gethostname()}~{os.getpid()}~{token}{_STAGING_SUFFIX}"
 
 
-def remove_stale_staging(output: Path) -> list[Path]:
-    """Delete staging directories in ``output`` left by dead drivers of this host."""
+def remove_stale_staging(output: Path, ending: int | None = None) -> list[Path]:
+    """Delete staging directories in ``output`` left by dead drivers of this host (and by
+    process ``ending``, which is about to exit)."""
     removed = []
     for path in Path(output).glob(f".partitioned~*~*~*{_STAGING_SUFFIX}"):
         parts = path.name.split("~")
         if len(parts) != 4 or parts[1] != socket.gethostname() or not parts[2].isdigit():
             continue
         try:
-            os.kill(int(parts[2]), 0)
-            continue
+            if int(parts[2]) != ending:
+                os.kill(int(parts[2]), 0)
+                continue
         except ProcessLookupError:
             pass
         except PermissionError:
