@@ -94,6 +94,14 @@ def device_name(name: str) -> str:
     return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
 
 
+def device_bus_id() -> str:
+    """The PCI bus id of the GPU this process computes on: the same id from two processes means
+    one physical GPU, whatever CUDA_VISIBLE_DEVICES numbered it in each."""
+    import cupy
+
+    return cupy.cuda.Device().pci_bus_id
+
+
 def synchronize(xp) -> None:
     """Wait for queued device work (no-op on NumPy); call before stopping a timer."""
     if xp is not np:

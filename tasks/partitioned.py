@@ -212,6 +212,19 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
                   output, output_layout, compression, timeout, started)
 
 
+def _check_one_gpu_each(client, workers: list[str]) -> None:
+    """NCCL takes one rank per GPU: workers that share a GPU (a plain LocalCluster on a GPU
+    machine) are refused before anything is read, naming them."""
+    buses = client.run(be.device_bus_id, workers=workers)
+    seen: dict[str, str] = {}
+    for worker in workers:
+        if buses[worker] in seen:
+            raise InputError(f"Dask workers {seen[buses[worker]]} and {worker} compute on the same GPU "
+                             f"({buses[worker]}); a partitioned run on GPUs needs one worker per GPU "
+                             "(dask-cuda's LocalCUDACluster or `dask cuda worker`), or --backend numpy")
+        seen[buses[worker]] = worker
+
+
 def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend, output, layout,
            compression, timeout, started) -> dict:
     from distributed.comm import get_address_host
@@ -230,6 +243,8 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
     if size > len(workers):
         raise InputError(f"{plan.path}: {size} partitions need {size} Dask workers; the cluster has {len(workers)}")
     workers = workers[:size]
+    if backend == "cupy" and size > 1:
+        _check_one_gpu_each(client, workers)
     out = Path(output)
     created = not out.exists()
     out = prepare_output_dir(out)

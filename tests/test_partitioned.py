@@ -34,7 +34,10 @@ DIRECTED = {"rome99", "email_eu_core"}  # road arcs and e-mails have a direction
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=3, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster) as c:
+    # the CPU rank program and its TCP collectives, on a GPU machine too: the workers compute on
+    # NumPy, as a CPU cluster's workers do (tests/test_partitioned_gpu.py runs the NCCL ranks)
+    with LocalCluster(n_workers=3, threads_per_worker=1, dashboard_address=None,
+                      env={"GRAPH_BACKEND": "numpy"}) as cluster, Client(cluster) as c:
         yield c
 
 

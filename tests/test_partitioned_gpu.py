@@ -100,3 +100,20 @@ def test_a_killed_gpu_rank_fails_the_run_cleanly(client, tmp_path):
     summary = run_partitioned(str(realgraphs_dir() / "netscience.parquet"), str(tmp_path / "again"), 2,
                               client=client)
     assert summary["forest_edges"] > 0
+
+
+def test_workers_sharing_one_gpu_are_refused_before_anything_is_read(tmp_path):
+    """A plain LocalCluster on a GPU machine puts every worker on GPU 0; NCCL would fail (or
+    hang) on two ranks of one GPU, so the run is refused with one line naming the workers."""
+    from distributed import Client, LocalCluster
+
+    from tasks.errors import InputError
+    from tasks.partitioned import run_partitioned
+    from tests.conftest import realgraphs_dir
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
+                      env={"GRAPH_BACKEND": "cupy", "NCCL_NVLS_ENABLE": "0"}) as cluster, Client(cluster) as c:
+        with pytest.raises(InputError, match="compute on the same GPU .*one worker per GPU"):
+            run_partitioned(str(realgraphs_dir() / "netscience.parquet"), str(tmp_path / "out"), 2, source=["0"],
+                            client=c)
+    assert not (tmp_path / "out").exists()
