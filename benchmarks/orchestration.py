@@ -48,17 +48,25 @@ from tasks.graph_tasks import bfs_table, forest_table, prepare_input
 STAGES = ("load", "prepare", "csr", "bfs", "msf", "validate", "write")
 
 
-def bare_pipeline(path: str, source_id: int, output: str, backend: str) -> dict:
-    """The pipeline's work without Prefect or Dask; seconds per stage."""
+def peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def bare_pipeline(path: str, source_id: int, output: str, backend: str, rss: dict | None = None) -> dict:
+    """The pipeline's work without Prefect or Dask; seconds per stage. ``rss``, if given, gets
+    the process's peak RSS as it stands at the end of each stage (where the host peak is set)."""
     xp = be.module(backend)
+    rss = {} if rss is None else rss
     prepared = prepare_input(path, "src", "dst", "weight", backend)
     stages = {"load": prepared.read_seconds, "prepare": prepared.renumber_seconds}
+    rss["prepare"] = peak_rss()
     start = time.perf_counter()
 
     def lap(name):
         nonlocal start
         be.synchronize(xp)
         stages[name] = time.perf_counter() - start
+        rss[name] = peak_rss()
         start = time.perf_counter()
 
     edges = prepared.edges
@@ -83,9 +91,10 @@ def fresh_run(path: str, source_id: str, output: str, backend: str) -> None:
     """bare_pipeline in this (fresh) process; prints its wall time, stages, peak RSS and GPU
     memory as one JSON line."""
     started = time.perf_counter()
-    stages = bare_pipeline(path, int(source_id), output, backend)
-    report = {"seconds": time.perf_counter() - started, "stages": stages,
-              "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    rss = {"start": peak_rss()}
+    stages = bare_pipeline(path, int(source_id), output, backend, rss)
+    report = {"seconds": time.perf_counter() - started, "stages": stages, "peak_rss_bytes": peak_rss(),
+              "peak_rss_by_stage": rss}
     if backend == "cupy":
         import cupy
 
@@ -127,15 +136,34 @@ def plain_read_seconds(path: str) -> float:
     return best
 
 
+def task_timeline(flow_run_id) -> list:
+    """[task run name, start, end] in seconds from the flow run's start, in order of start: where
+    a flow's time goes between its tasks (from the Prefect server's record of the run)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(flow_run_id)
+        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+    origin = run.start_time
+    rows = [[t.name, round((t.start_time - origin).total_seconds(), 3), round((t.end_time - origin).total_seconds(), 3)]
+            for t in tasks if t.start_time and t.end_time]
+    end = round((run.end_time - origin).total_seconds(), 3)
+    return sorted(rows, key=lambda r: r[1]) + [["flow end", end, end]]
+
+
 def flow_records(path: str, source_id: int, work: Path, backend: str, runner: str) -> dict:
     from flows.pipeline import pipeline_flow
     from flows.runners import local_cluster, task_runner
 
     def timed_flow(task_runner_, output):
         started = time.perf_counter()
-        summary = pipeline_flow.with_options(task_runner=task_runner_)(
-            path, source=[str(source_id)], output=str(work / output), backend=backend)
-        return summary, time.perf_counter() - started
+        state = pipeline_flow.with_options(task_runner=task_runner_)(
+            path, source=[str(source_id)], output=str(work / output), backend=backend, return_state=True)
+        seconds = time.perf_counter() - started
+        summary = state.result()
+        summary["timeline"] = task_timeline(state.state_details.flow_run_id)
+        return summary, seconds
 
     def stages(summary):
         return {k: v for k, v in summary.items() if k.endswith("_seconds")}
@@ -144,14 +172,16 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
         return round(seconds - sum(v for k, v in summary.items() if k.endswith("_seconds") and k != "total_seconds"), 3)
 
     summary, seconds = timed_flow(task_runner(runner), "flow")
-    record = {"flow_seconds": round(seconds, 3), "flow_stages": stages(summary), "flow_gap_seconds": gap(summary, seconds)}
+    record = {"flow_seconds": round(seconds, 3), "flow_stages": stages(summary), "flow_gap_seconds": gap(summary, seconds),
+              "flow_timeline": summary["timeline"]}
     if runner == "dask":
         with local_cluster() as cluster:
             timed_flow(task_runner(address=cluster.scheduler_address), "flow-warm-up")
             warm, warm_seconds = timed_flow(task_runner(address=cluster.scheduler_address), "flow-warm")
         record.update(flow_running_cluster_seconds=round(warm_seconds, 3),
                       flow_running_cluster_stages=stages(warm),
-                      flow_running_cluster_gap_seconds=gap(warm, warm_seconds))
+                      flow_running_cluster_gap_seconds=gap(warm, warm_seconds),
+                      flow_running_cluster_timeline=warm["timeline"])
     # same answers (GPU predecessors may differ: any valid parent is a valid answer)
     assert pq.read_table(work / "flow" / "mst_edges.parquet").equals(pq.read_table(work / "bare" / "mst_edges.parquet"))
     assert pq.read_table(work / "flow" / "bfs_distances.parquet")["distance"].equals(
@@ -209,6 +239,7 @@ def main(argv=None) -> int:
             "bare_fresh_stages": {k: round(v, 4) for k, v in report["stages"].items()},
             "peak_rss_bytes": report["peak_rss_bytes"], "decoded_columns_bytes": decoded,
             "peak_rss_vs_decoded": round(report["peak_rss_bytes"] / decoded, 3),
+            "peak_rss_bytes_by_stage": report["peak_rss_by_stage"],
         }
         if "gpu_pool_peak_bytes" in report:
             peak = report["gpu_pool_peak_bytes"] + report["gpu_outside_pool_bytes"]

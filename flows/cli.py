@@ -344,6 +344,9 @@ class _Watchdog:
             if not woken:
                 return
             if woken[0] in (signal.SIGINT, signal.SIGTERM):
+                from tasks import stopping
+
+                stopping.request_stop()  # in-process stages: none starts, nothing is published
                 time.sleep(INTERRUPT_GRACE_SECONDS)
                 self._end()
 
@@ -473,7 +476,9 @@ def _interrupted(exc: BaseException) -> bool:
     """Did the run end because of SIGINT or SIGTERM? During a flow run Prefect replaces the
     SIGTERM handler with its own (TerminationSignal), and either exception can arrive wrapped,
     as text only (seen: inside pydantic's serializer), hence the names are looked for too."""
-    if _signals_received:
+    from tasks import stopping
+
+    if _signals_received or stopping.requested():
         return True
     while exc is not None:
         if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "TerminationSignal":

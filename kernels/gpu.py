@@ -10,6 +10,9 @@ in place (kernels/graph.py explains when the range is narrow enough, and the sor
 """
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+
 import cupy as cp
 import numpy as np
 
@@ -18,6 +21,7 @@ from kernels.structures import CSR, check_vertex_count
 
 THREADS = 256
 _module = None
+_module_lock = threading.Lock()
 _kernels: dict = {}
 
 
@@ -26,10 +30,11 @@ def kernel(name: str):
     global _module
     found = _kernels.get(name)
     if found is None:
-        if _module is None:
-            cp.cuda.Device().use()  # loading the module is a driver call: this thread's context current
-            _module = cp.RawModule(code=source(), options=("-std=c++17",), name_expressions=name_expressions())
-        found = _kernels[name] = _module.get_function(name)
+        with _module_lock:  # one compilation when the first kernels are asked for from several threads
+            if _module is None:
+                cp.cuda.Device().use()  # loading the module is a driver call: this thread's context current
+                _module = cp.RawModule(code=source(), options=("-std=c++17",), name_expressions=name_expressions())
+            found = _kernels[name] = _module.get_function(name)
     return found
 
 
@@ -61,23 +66,37 @@ def launch(name: str, work: int, args: tuple, threads: int = THREADS) -> None:
     kernel(name)(grid(work, threads), (threads,), args)
 
 
-# Scratch arrays kept between calls (the BFS workspace: a benchmark searches from many roots).
-# One entry at a time; an algorithm that needs the memory for itself releases it first.
-_scratch: dict = {}
+# Scratch objects kept between calls (the BFS workspace: a benchmark searches from many roots).
+# A search borrows one for its duration, so searches that run at once (source sets in a task
+# runner's threads) never share one; at most one idle object is kept, and an algorithm that
+# needs the memory for itself releases it first.
+_idle_scratch: dict = {}
+_scratch_lock = threading.Lock()
 
 
-def scratch(key, make):
-    """The cached scratch object for `key` (on this device), made by `make()` if absent."""
+@contextmanager
+def borrowed_scratch(key, make):
+    """The idle scratch object for ``key`` (on this device), or a new one from ``make()``, owned
+    by the caller until the block ends; then kept as the idle one."""
     key = (key, cp.cuda.Device().id)
-    if key not in _scratch:
-        _scratch.clear()  # free the old one before allocating
-        _scratch[key] = make()
-    return _scratch[key]
+    with _scratch_lock:
+        found = _idle_scratch.pop(key, None)
+        if found is None:
+            _idle_scratch.clear()  # free another size's before allocating
+    if found is None:
+        found = make()
+    try:
+        yield found
+    finally:
+        with _scratch_lock:
+            _idle_scratch.clear()
+            _idle_scratch[key] = found
 
 
 def release_scratch() -> None:
-    """Return the cached scratch arrays to CuPy's pool."""
-    _scratch.clear()
+    """Return the idle scratch arrays to CuPy's pool."""
+    with _scratch_lock:
+        _idle_scratch.clear()
 
 
 # ---- CSR ------------------------------------------------------------------------------------

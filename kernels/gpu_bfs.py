@@ -37,9 +37,9 @@ STEPS_READ_WITH_STATE = 64  # levels whose step codes come back with the state i
 
 
 class Workspace:
-    """Per-vertex arrays a search needs besides its results, kept (kernels.gpu.scratch) between
-    searches of graphs with the same vertex count: a benchmark runs many roots, a pipeline one
-    or a few; the MSF releases them."""
+    """Per-vertex arrays a search needs besides its results, kept (kernels.gpu.borrowed_scratch)
+    between searches of graphs with the same vertex count: a benchmark runs many roots, a
+    pipeline one or a few; the MSF releases them. Searches at once each have their own."""
 
     def __init__(self, n: int):
         words = (n + 31) // 32
@@ -74,34 +74,34 @@ def levels_grid() -> int:
 def bfs_gpu(graph: Graph, sources: np.ndarray, depth_limit: int | None, on_level) -> BFSResult:
     n = graph.n
     out, inc = graph.out, graph.inc
-    ws = gpu.scratch(("bfs", n), lambda: Workspace(n))
-    words = (n + 31) // 32
-    dist = cp.empty(n, dtype=cp.int32)
-    pred = cp.empty(n, dtype=cp.int32)
-    gpu.launch("bfs_reset", n, (np.int32(n), np.int32(words), dist, pred, ws.visited))
-    src = cp.asarray(sources, dtype=cp.int32)
-    gpu.kernel("bfs_init")((1,), (FUSED_THREADS,), (
-        src, np.int32(src.size), out.indptr, np.int64(out.nnz), dist, pred, ws.visited, ws.queues[0], ws.ctl))
-    max_level = np.int32(min(depth_limit if depth_limit is not None else 2**31 - 1, 2**31 - 1))
-    levels_fn = gpu.kernel("bfs_levels").kernel
-    levels_args = (out.indptr, out.indices, inc.indptr, inc.indices, np.int32(n), dist, pred, ws.visited,
-                   ws.bitmaps[0], ws.bitmaps[1], ws.queues[0], ws.queues[1], ws.offsets, ws.block_sums,
-                   ws.steps, ws.ctl, max_level, np.int32(ALPHA), np.int32(BETA), np.int32(VERTEX_PARALLEL_MAX_DEGREE),
-                   np.int32(FUSED_MAX_FRONTIER), np.int32(FUSED_MAX_DEGREE), np.int32(NARROW_LEVELS))
-    fused_args = (out.indptr, out.indices, dist, pred, ws.visited, ws.queues[0], ws.queues[1], ws.steps,
-                  ws.ctl, max_level, np.int32(FUSED_MAX_FRONTIER), np.int32(FUSED_MAX_DEGREE))
-    fused = False
-    while True:
-        if fused:
-            gpu.kernel("bfs_fused")((1,), (FUSED_THREADS,), fused_args)
-        else:
-            levels_fn((ws.blocks,), (BFS_THREADS,), levels_args, enable_cooperative_groups=True)
-        head = ws.state[: CTL_SIZE * 8 + STEPS_READ_WITH_STATE].get()
-        ctl = head[: CTL_SIZE * 8].view(np.int64)
-        level, status = int(ctl[CTL_LEVEL]), int(ctl[CTL_STATUS])
-        on_level(level, int(ctl[CTL_STATS + ST_COUNT * (level % 3)]))
-        if status == STATUS_DONE:
-            break
-        fused = status == STATUS_NARROW
-    codes = head[CTL_SIZE * 8:].view(np.int8)[:level] if level <= STEPS_READ_WITH_STATE else ws.steps[:level].get()
-    return BFSResult(dist, pred, level, [STEP_NAMES[c] for c in codes.tolist()])
+    with gpu.borrowed_scratch(("bfs", n), lambda: Workspace(n)) as ws:
+        words = (n + 31) // 32
+        dist = cp.empty(n, dtype=cp.int32)
+        pred = cp.empty(n, dtype=cp.int32)
+        gpu.launch("bfs_reset", n, (np.int32(n), np.int32(words), dist, pred, ws.visited))
+        src = cp.asarray(sources, dtype=cp.int32)
+        gpu.kernel("bfs_init")((1,), (FUSED_THREADS,), (
+            src, np.int32(src.size), out.indptr, np.int64(out.nnz), dist, pred, ws.visited, ws.queues[0], ws.ctl))
+        max_level = np.int32(min(depth_limit if depth_limit is not None else 2**31 - 1, 2**31 - 1))
+        levels_fn = gpu.kernel("bfs_levels").kernel
+        levels_args = (out.indptr, out.indices, inc.indptr, inc.indices, np.int32(n), dist, pred, ws.visited,
+                       ws.bitmaps[0], ws.bitmaps[1], ws.queues[0], ws.queues[1], ws.offsets, ws.block_sums,
+                       ws.steps, ws.ctl, max_level, np.int32(ALPHA), np.int32(BETA), np.int32(VERTEX_PARALLEL_MAX_DEGREE),
+                       np.int32(FUSED_MAX_FRONTIER), np.int32(FUSED_MAX_DEGREE), np.int32(NARROW_LEVELS))
+        fused_args = (out.indptr, out.indices, dist, pred, ws.visited, ws.queues[0], ws.queues[1], ws.steps,
+                      ws.ctl, max_level, np.int32(FUSED_MAX_FRONTIER), np.int32(FUSED_MAX_DEGREE))
+        fused = False
+        while True:
+            if fused:
+                gpu.kernel("bfs_fused")((1,), (FUSED_THREADS,), fused_args)
+            else:
+                levels_fn((ws.blocks,), (BFS_THREADS,), levels_args, enable_cooperative_groups=True)
+            head = ws.state[: CTL_SIZE * 8 + STEPS_READ_WITH_STATE].get()
+            ctl = head[: CTL_SIZE * 8].view(np.int64)
+            level, status = int(ctl[CTL_LEVEL]), int(ctl[CTL_STATUS])
+            on_level(level, int(ctl[CTL_STATS + ST_COUNT * (level % 3)]))
+            if status == STATUS_DONE:
+                break
+            fused = status == STATUS_NARROW
+        codes = head[CTL_SIZE * 8:].view(np.int8)[:level] if level <= STEPS_READ_WITH_STATE else ws.steps[:level].get()
+        return BFSResult(dist, pred, level, [STEP_NAMES[c] for c in codes.tolist()])

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tasks import stopping
 from tasks.errors import InputError, OutputError
 
 # Dask starts its workers with OMP_NUM_THREADS=1, which Arrow takes as its thread count: Parquet
@@ -693,6 +694,7 @@ def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPR
         pq.write_table(table, tmp, compression=compression)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+        stopping.check(f"publishing {target}")
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):

@@ -36,6 +36,7 @@ from kernels.footprint import gpu_bytes
 from kernels.graph import EdgeList, Graph, build_graph, edge_list, renumber
 from kernels.msf import MSFResult, minimum_spanning_forest
 from kernels.verify import kruskal, verify_bfs, verify_forest
+from tasks import stopping
 from tasks.edges_io import DEFAULT_COMPRESSION, read_edges, vertex_names, write_many
 from tasks.errors import DeviceMemoryError, InputError, OutputError, ValidationFailed
 
@@ -88,6 +89,7 @@ def _retry_io(task, task_run, state) -> bool:
 
 
 def _timed(xp, fn, *args, **kwargs) -> Timed:
+    stopping.check(fn.__name__)
     start = time.perf_counter()
     out = fn(*args, **kwargs)
     be.synchronize(xp)
@@ -382,6 +384,7 @@ def _publish_report(kind: str, label: str, key: str, report: dict, extra: dict, 
 def validate_bfs(prepared: Timed, sources: np.ndarray, search: Timed, directed: bool,
                  depth_limit: int | None, source_set: int | None = None) -> Timed:
     """Graph500's five rules on the raw edge list; fails the run on any violation."""
+    stopping.check("BFS validation")
     e, result = prepared.value.edges, search.value
     start = time.perf_counter()
     report = verify_bfs(e.src, e.dst, e.n, sources, result.distance, result.predecessor, directed, depth_limit)
@@ -395,6 +398,7 @@ def validate_bfs(prepared: Timed, sources: np.ndarray, search: Timed, directed: 
 @task(cache_policy=NO_CACHE, persist_result=False)
 def validate_forest(prepared: Timed, forest: Timed) -> Timed:
     """Forest structure and minimality (cycle property; Kruskal's total for small graphs)."""
+    stopping.check("MSF validation")
     e, chosen = prepared.value.edges, forest.value.edges
     start = time.perf_counter()
     report = verify_forest(e.src, e.dst, e.weight, e.n, chosen)

@@ -156,21 +156,24 @@ def _workers(client) -> list[str]:
 
 
 @contextmanager
-def _own_cluster(partitions: int | None):
+def _own_cluster(partitions: int | None, backend: str | None):
     """A cluster of ``partitions`` single-threaded workers for a run given no client (None: one
-    per GPU, or one on the CPU): GPU workers when there is a GPU. NCCL_NVLS_ENABLE=0 reaches
-    them through the environment."""
+    per GPU, or one on the CPU): GPU workers when the run computes on GPUs (``backend``
+    resolves to cupy), CPU workers told to compute on NumPy otherwise. NCCL_NVLS_ENABLE=0
+    reaches them through the environment."""
     import distributed
 
     saved = os.environ.get("NCCL_NVLS_ENABLE")
     os.environ["NCCL_NVLS_ENABLE"] = "0"
+    gpus = be.resolve(backend) == "cupy"
     try:
-        if be.cupy_usable():
+        if gpus:
             from dask_cuda import LocalCUDACluster
 
             cluster = LocalCUDACluster(n_workers=partitions, protocol="tcp", dashboard_address=None)
         else:
-            cluster = distributed.LocalCluster(n_workers=partitions or 1, threads_per_worker=1, dashboard_address=None)
+            cluster = distributed.LocalCluster(n_workers=partitions or 1, threads_per_worker=1, dashboard_address=None,
+                                               env={"GRAPH_BACKEND": "numpy"})
     finally:
         if saved is None:
             os.environ.pop("NCCL_NVLS_ENABLE", None)
@@ -205,7 +208,7 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
         _check_integer_ids(plan.path, ids)
     if client is None:
         count = parse_partitions(partitions)
-        with _own_cluster(None if count == "auto" else count) as own:
+        with _own_cluster(None if count == "auto" else count, backend) as own:
             return _drive(own, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
                           output, output_layout, compression, timeout, started)
     return _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,

@@ -255,6 +255,7 @@ def test_three_partitions_on_a_real_graph_give_the_one_partition_results(tmp_pat
     assert code == 0, err
     monkeypatch.setenv("GRAPH_PARTITIONS", "3")
     monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
+    monkeypatch.setenv("GRAPH_BACKEND", "numpy")  # three CPU ranks, also where two GPUs would be found
     code, out, err = run(pipeline_cli.main, [*argv, "--output", str(tmp_path / "three")], capsys)
     assert code == 0, err
     assert summary_line(out) == summary_line(one_out)
@@ -334,8 +335,8 @@ def test_partitioned_flow_artifacts_layouts_and_a_killed_rank(tmp_path):
 
     graph = str(realgraphs_dir() / "netscience.parquet")
     out = tmp_path / "out"
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address="127.0.0.1:0") as cluster, \
-            Client(cluster) as client:
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address="127.0.0.1:0",
+                      env={"GRAPH_BACKEND": "numpy"}) as cluster, Client(cluster) as client:
         flow = pipeline_flow.with_options(task_runner=task_runner(address=cluster.scheduler_address))
         state = flow(graph, source=["0"], output=str(out), partitions=2, output_layout="dataset", return_state=True)
         assert state.is_completed(), state.message

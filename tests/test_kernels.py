@@ -306,6 +306,29 @@ def test_same_answers_on_repeated_runs(backend):
         assert np.array_equal(as_np(minimum_spanning_forest(edges).edges)[0], as_np(first_msf.edges)[0])
 
 
+def test_searches_running_at_once_in_threads_each_get_their_own_answer(backend):
+    """Source sets of a flow run as tasks in threads at the same time, beside the forest: each
+    search must give what it gives alone (on the GPU a search's workspace is its own)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    s, d, w = load_real("rome99")
+    edges, _ = prepared(backend, s, d, w)
+    g = build_graph(edges, directed=True)
+    roots = [[0], [7], [100, 2000], [3000], [1], [2500]]
+    alone = [as_np(bfs(g, r).distance)[0] for r in roots]
+    forest = as_np(minimum_spanning_forest(edges).edges)[0]
+    with ThreadPoolExecutor(max_workers=len(roots) + 1) as pool:
+        for _ in range(5):
+            searches = [pool.submit(bfs, g, r) for r in roots]
+            msf = pool.submit(minimum_spanning_forest, edges)
+            for r, search, expected in zip(roots, searches, alone):
+                result = search.result()
+                assert np.array_equal(as_np(result.distance)[0], expected), r
+                assert all_zero(verify_bfs(edges.src, edges.dst, edges.n, r, result.distance, result.predecessor,
+                                           directed=True))
+            assert np.array_equal(as_np(msf.result().edges)[0], forest)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_msf_keeps_the_weight_dtype_and_the_tie_rule(backend, xp, dtype):
     """float32 weights stay float32 (exact order of their own values); -0.0 and 0.0 are one

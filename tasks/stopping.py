@@ -1,0 +1,27 @@
+"""A stop asked of this process: the command line's signal watchdog asks for one the moment
+SIGINT or SIGTERM arrives, before it ends the process. From then on no stage starts and no
+result is published (renamed into place), so a run stopped by a signal leaves no output even
+where the rest of the run would have taken less time than the watchdog's grace."""
+from __future__ import annotations
+
+import threading
+
+_requested = threading.Event()
+
+
+class Stopped(RuntimeError):
+    """The process was asked to stop (a signal): the stage did not run."""
+
+
+def request_stop() -> None:
+    _requested.set()
+
+
+def requested() -> bool:
+    return _requested.is_set()
+
+
+def check(stage: str) -> None:
+    """Raise Stopped naming ``stage`` if a stop was asked for."""
+    if requested():
+        raise Stopped(f"stopped by a signal before {stage}")
