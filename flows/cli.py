@@ -245,10 +245,13 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
         for handler in logging.getLogger().handlers:
             if isinstance(handler, PrefectConsoleHandler):
                 handler.setLevel(logging.CRITICAL + 1)
+    if args.backend:  # a Dask cluster of this machine follows it: CPU workers for numpy, also beside GPUs
+        environment["GRAPH_BACKEND"] = args.backend
     if args.partitions != "auto" and args.partitions > 1:
         # a CPU cluster of this machine gets a worker per partition (a GPU cluster has one per GPU)
         environment["GRAPH_DASK_WORKERS"] = str(max(cpu_workers(), args.partitions))
-    runner = task_runner(resolve_auto(runner_kind, args.input), args.dask_address)
+    with _environment(environment):  # auto counts the workers of the cluster this backend gets
+        runner = task_runner(resolve_auto(runner_kind, args.input), args.dask_address)
     # a command-line run is watched by its caller: no heartbeat thread (it costs ~1 s per run)
     settings = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
     if server is not None:

@@ -47,8 +47,9 @@ def dask_min_edges() -> int:
 
 
 def local_cluster(**kwargs):
-    """The Dask cluster of this machine: GPU workers when there is a GPU. Imported here, inside
-    the flow run, because dask_cuda fails to import or start on a machine without one."""
+    """The Dask cluster of this machine: GPU workers when the backend (GRAPH_BACKEND, else auto)
+    is cupy, CPU workers otherwise. Imported here, inside the flow run, because dask_cuda fails
+    to import or start on a machine without a GPU."""
     # a free port, so that runs at the same time do not collide on 8787 (the dashboard is served
     # there when bokeh is installed; without it only Dask's health and metrics pages are)
     kwargs.setdefault("dashboard_address", "127.0.0.1:0")
@@ -61,7 +62,7 @@ def local_cluster(**kwargs):
     # each worker process would start a temporary server of its own. NVLink multicast stays
     # off for the NCCL communicators of partitioned runs (the ranks also set it themselves).
     kwargs.setdefault("env", {"PREFECT_API_URL": _api_url(), "NCCL_NVLS_ENABLE": "0"})
-    if be.cupy_usable():
+    if be.resolve() == "cupy":
         from dask_cuda import LocalCUDACluster
 
         # Dask's own messages are small: TCP, whatever UCX may offer; the ranks' data goes
@@ -136,7 +137,7 @@ def edge_count(path: str) -> int | None:
 
 def local_workers() -> int:
     """Workers local_cluster() starts: one per GPU, else GRAPH_DASK_WORKERS or min(4, cores)."""
-    if be.cupy_usable():
+    if be.resolve() == "cupy":
         import cupy
 
         return cupy.cuda.runtime.getDeviceCount()
