@@ -119,70 +119,41 @@ __global__ void bfs_init(const int* sources, int count, const i64* out_ptr, i64 
 // Top-down levels on ONE block, several per launch (road networks spend thousands of levels on
 // frontiers of a few hundred vertices, where a grid-wide barrier per level would dominate). Each
 // thread walks whole adjacency lists, so it runs only while the frontier holds at most max_size
-// (<= FUSED_QUEUE) queued vertices, none of degree above max_degree; then it hands the state back
-// in ctl, the frontier in the global queue.
-// Such a level is a chain of dependent loads, so the frontier of this level and the next also
-// lives in shared memory with each vertex's arc range (read when the vertex is discovered): a
-// level's chain then starts at the adjacency list (arc -> visited word -> the new vertex's
-// offsets) instead of first loading the queue entry and its offsets from global memory.
+// queued vertices, none of degree above max_degree; then it hands the state back in ctl.
 // Statistics are summed per warp, then go to shared counters in three rotating sets (level L
 // fills set L % 3 and clears set (L+1) % 3, which was last read before the previous level's
 // barrier): one barrier per level.
 // The visited pre-check may read L1: a stale word only has fewer bits, and the atomic decides.
-#define FUSED_QUEUE FUSED_THREADS
 __global__ void __launch_bounds__(FUSED_THREADS)
 bfs_fused(const i64* out_ptr, const int* out_idx, int* dist, int* pred, unsigned* visited,
           int* queue0, int* queue1, signed char* steps, i64* ctl, int max_level, int max_size,
           int max_degree) {
     __shared__ u64 counters[3][ST_COUNT];
-    // frontier sets: [which][i] = the i-th queued vertex, its first arc and its out-degree
-    __shared__ int s_vertex[2][FUSED_QUEUE];
-    __shared__ i64 s_begin[2][FUSED_QUEUE];
-    __shared__ int s_degree[2][FUSED_QUEUE];
     i64 level = ctl[CTL_LEVEL], unvisited = ctl[CTL_UNVISITED];
     int which = (int)ctl[CTL_QUEUE];
     const i64* st = stats_slot(ctl, level);
     i64 size = st[ST_SIZE], q = st[ST_QUEUED], arcs_in = st[ST_ARCS], top_in = st[ST_MAXDEG];
-    const i64 capacity = min((i64)max_size, (i64)FUSED_QUEUE);
     if (threadIdx.x < 3 * ST_COUNT) counters[threadIdx.x / ST_COUNT][threadIdx.x % ST_COUNT] = 0;
-    if (q <= capacity) {
-        const int* handed = which ? queue1 : queue0;
-        for (int i = threadIdx.x; i < q; i += blockDim.x) {
-            int u = handed[i];
-            i64 begin = out_ptr[u];
-            s_vertex[0][i] = u;
-            s_begin[0][i] = begin;
-            s_degree[0][i] = (int)min(out_ptr[u + 1] - begin, (i64)0x7fffffff);
-        }
-    }
-    int set = 0;
     __syncthreads();
-    while (size > 0 && level < max_level && q <= capacity && top_in <= max_degree) {
+    while (size > 0 && level < max_level && q <= max_size && top_in <= max_degree) {
+        int* cur = which ? queue1 : queue0;
         int* nxt = which ? queue0 : queue1;
         u64* c = counters[level % 3];
         if (threadIdx.x < ST_COUNT) counters[(level + 1) % 3][threadIdx.x] = 0;
         i64 found = 0, arcs = 0, top = 0;
         for (int i = threadIdx.x; i < q; i += blockDim.x) {
-            int u = s_vertex[set][i];
-            for (i64 a = s_begin[set][i], end = a + s_degree[set][i]; a < end; ++a) {
+            int u = cur[i];
+            for (i64 a = out_ptr[u], end = out_ptr[u + 1]; a < end; ++a) {
                 int v = out_idx[a];
                 unsigned bit = 1u << (v & 31);
                 if ((visited[v >> 5] & bit) || (atomicOr(&visited[v >> 5], bit) & bit)) continue;
                 dist[v] = (int)level + 1;
                 pred[v] = u;
-                i64 begin = out_ptr[v], degree = out_ptr[v + 1] - begin;
+                i64 degree = out_ptr[v + 1] - out_ptr[v];
                 ++found;
                 arcs += degree;
                 top = max(top, degree);
-                if (degree > 0) {
-                    u64 k = coalesced_append(&c[ST_QUEUED]);
-                    nxt[k] = v;  // the whole frontier, for bfs_levels if this one outgrows the block
-                    if (k < (u64)capacity) {
-                        s_vertex[set ^ 1][k] = v;
-                        s_begin[set ^ 1][k] = begin;
-                        s_degree[set ^ 1][k] = (int)min(degree, (i64)0x7fffffff);
-                    }
-                }
+                if (degree > 0) nxt[coalesced_append(&c[ST_QUEUED])] = v;
             }
         }
         // one shared atomic per warp and statistic: a thousand threads on one shared word
@@ -203,7 +174,6 @@ bfs_fused(const i64* out_ptr, const int* out_idx, int* dist, int* pred, unsigned
         if (threadIdx.x == 0) steps[level] = STEP_FUSED;
         unvisited -= arcs_in;
         which ^= 1;
-        set ^= 1;
         ++level;
     }
     if (threadIdx.x == 0) {
