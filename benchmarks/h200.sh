@@ -15,7 +15,9 @@ if [[ $what != kernels && $what != profile ]]; then
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/gpu.txt"
 if [[ $what == tests || $what == all ]]; then
-  timeout 480 python3 -m pytest -q -p no:cacheprovider 2>&1 | tee "$out/pytest.log" | tail -25
+  # eight processes (pytest-xdist and pytest-timeout are in the GPU image): 3-4 minutes
+  timeout 480 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 200 -rfE --tb=short 2>&1 \
+    | grep -v PytestBenchmarkWarning | tee "$out/pytest.log" | tail -25
 fi
 server() {  # one Prefect server for the flows and their dask-cuda workers (GUIDE section 5)
   export PREFECT_HOME=/tmp/prefect-home PREFECT_SERVER_ANALYTICS_ENABLED=false PREFECT_API_URL=http://127.0.0.1:4200/api
