@@ -113,11 +113,11 @@ def task_runner(kind: str | None = None, address: str | None = None):
 
 
 def _dask_runner(**kwargs):
-    from prefect_dask import DaskTaskRunner
+    from flows.dask_runner import ReusingDaskTaskRunner
 
     if importlib.util.find_spec("bokeh") is None:
         logging.getLogger("prefect.task_runner.dask").addFilter(_NoDashboardLink())
-    return DaskTaskRunner(**kwargs)
+    return ReusingDaskTaskRunner(**kwargs)
 
 
 def uses_dask(runner) -> bool:
