@@ -1,13 +1,15 @@
 """prefect_dask's DaskTaskRunner, with each worker thread keeping its Prefect settings and API
 client from one task run to the next.
 
-prefect_dask sends every task run the flow run's serialized context, and the worker rebuilds it:
-Prefect's Settings from their serialized form (pydantic-settings reads the environment, .env,
+prefect_dask sends every task run the flow run's serialized context: the flow process serializes
+Prefect's Settings for every task run (~30 ms each, with the secrets rendered), and the worker
+rebuilds them from their serialized form (pydantic-settings reads the environment, .env,
 prefect.toml, pyproject.toml and the profiles file again) and two API clients (each loads the
 CA bundle into a new SSL context). Measured on a running one-worker, one-thread LocalCluster
 (2 cores): ~0.1-0.2 s between a task run's start on the worker and its function's first line,
 of which these took ~90%; the Dask hop itself ~0.015 s. Here a worker thread builds them once per
-distinct serialized settings and reuses them; everything else (the flow and task run contexts,
+distinct serialized settings and reuses them, and the flow process serializes its settings once
+per flow run; everything else (the flow and task run contexts,
 states, events, logs, artifacts) is Prefect's own, per task run.
 
 Imported only when a Dask runner is asked for (flows/runners.py): it imports prefect_dask.
@@ -19,6 +21,7 @@ import json
 import threading
 import uuid
 from collections import OrderedDict
+from contextlib import contextmanager
 from typing import Any
 
 import distributed
@@ -27,6 +30,7 @@ from prefect.task_engine import run_task_async, run_task_sync
 from prefect.utilities.engine import collect_task_run_inputs_sync
 from prefect_dask import DaskTaskRunner
 from prefect_dask.task_runners import PrefectDaskFuture
+from pydantic import PrivateAttr
 
 # Settings a worker thread keeps (one entry per distinct serialized settings: flows run with
 # temporary settings, or against another server, get their own), with an API client for each.
@@ -79,6 +83,16 @@ def run_task_on_worker(task, context: dict, **run_task_kwargs) -> Any:
         SettingsContext.__var__.reset(settings_token)
 
 
+class SerializedSettings(SettingsContext):
+    """The flow's current settings, with their serialized form computed once: what
+    serialize_context reads while a task run is submitted."""
+
+    _serialized: dict = PrivateAttr(default_factory=dict)
+
+    def serialize(self, include_secrets: bool = True) -> dict[str, Any]:
+        return self._serialized if include_secrets else super().serialize(include_secrets=False)
+
+
 class ReusingDaskTaskRunner(DaskTaskRunner):
     """A DaskTaskRunner whose task runs reuse their worker thread's settings and API client
     (run_task_on_worker). Submitting is prefect_dask's: the task run's id, its inputs as
@@ -94,11 +108,26 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
         inputs = {k: collect_task_run_inputs_sync(v, future_cls=distributed.Future) for k, v in parameters.items()}
         if dependencies:
             inputs = {k: v.union(dependencies.get(k, set())) for k, v in inputs.items()}
-        context = serialize_context(asset_ctx_kwargs={
-            "task": task, "task_run_id": task_run_id, "task_inputs": inputs, "copy_to_child_ctx": True})
+        with self._settings_serialized_once():
+            context = serialize_context(asset_ctx_kwargs={
+                "task": task, "task_run_id": task_run_id, "task_inputs": inputs, "copy_to_child_ctx": True})
         future = distributed.Client.submit(
             self.client, run_task_on_worker, task=task, task_run_id=task_run_id, parameters=parameters,
             wait_for=wait_for, dependencies=inputs, context=context, return_type="state",
             key=f"{task.name}-{task_run_id.hex}", pure=False)
         return PrefectDaskFuture(wrapped_future=future, task_run_id=task_run_id)
 
+    @contextmanager
+    def _settings_serialized_once(self):
+        """The current settings, serialized on the first submit that sees them."""
+        current = SettingsContext.get()
+        cached = getattr(self, "_serialized_settings", None)
+        if cached is None or cached[0] is not current:
+            serialized = SerializedSettings(profile=current.profile, settings=current.settings)
+            serialized._serialized = current.serialize()
+            cached = self._serialized_settings = (current, serialized)  # holds current: `is` stays meaningful
+        token = SettingsContext.__var__.set(cached[1])
+        try:
+            yield
+        finally:
+            SettingsContext.__var__.reset(token)
