@@ -1,16 +1,15 @@
-"""prefect_dask's DaskTaskRunner, with each worker thread keeping its Prefect settings and API
-client from one task run to the next.
+"""A Dask task runner whose task runs reuse their worker thread's Prefect settings and API client.
 
-prefect_dask sends every task run the flow run's serialized context: the flow process serializes
-Prefect's Settings for every task run (~30 ms each, with the secrets rendered), and the worker
-rebuilds them from their serialized form (pydantic-settings reads the environment, .env,
-prefect.toml, pyproject.toml and the profiles file again) and two API clients (each loads the
-CA bundle into a new SSL context). Measured on a running one-worker, one-thread LocalCluster
-(2 cores): ~0.1-0.2 s between a task run's start on the worker and its function's first line,
-of which these took ~90%; the Dask hop itself ~0.015 s. Here a worker thread builds them once per
-distinct serialized settings and reuses them, and the flow process serializes its settings once
-per flow run; everything else (the flow and task run contexts,
-states, events, logs, artifacts) is Prefect's own, per task run.
+prefect_dask sends every task run the flow run's serialized context. As it stands, the flow
+process serializes Prefect's settings for every task run it submits (~30 ms, secrets rendered),
+and the worker rebuilds them for every task run: the Settings from their serialized form
+(pydantic-settings reads the environment, .env, prefect.toml, pyproject.toml and the profiles
+file again) and two API clients (each loads the CA bundle into a new SSL context). On a running
+one-worker, one-thread LocalCluster on 2 cores that was ~0.1-0.2 s between a task run's start on
+the worker and its function's first line, against ~0.015 s for Dask's own hop. Here the flow
+process serializes its settings once per flow run, and each worker thread builds settings and
+client once per distinct serialized settings. Everything else (flow and task run contexts,
+states, events, logs, artifacts, retries) is Prefect's task engine, per task run.
 
 Imported only when a Dask runner is asked for (flows/runners.py): it imports prefect_dask.
 """
