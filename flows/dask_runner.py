@@ -7,7 +7,7 @@ and the worker rebuilds them for every task run: the Settings from their seriali
 file again) and two API clients (each loads the CA bundle into a new SSL context). On a running
 one-worker, one-thread LocalCluster on 2 cores that was ~0.1-0.2 s between a task run's start on
 the worker and its function's first line, against ~0.015 s for Dask's own hop. Here the flow
-process serializes its settings once per flow run, and each worker thread builds settings and
+process serializes its settings once, and each worker thread builds settings and
 client once per distinct serialized settings. Everything else (flow and task run contexts,
 states, events, logs, artifacts, retries) is Prefect's task engine, per task run.
 
@@ -82,6 +82,29 @@ def run_task_on_worker(task, context: dict, **run_task_kwargs) -> Any:
         SettingsContext.__var__.reset(settings_token)
 
 
+# The flow process's settings and their serialized form, computed by the first submit that sees
+# them: flow runs in one process share one settings object unless they run with temporary
+# settings.
+_serialized_settings: tuple | None = None
+
+
+@contextmanager
+def _settings_serialized_once():
+    """The current settings, as a SerializedSettings, while a task run is submitted."""
+    global _serialized_settings
+    current = SettingsContext.get()
+    cached = _serialized_settings
+    if cached is None or cached[0] is not current:  # holding `current` keeps `is` meaningful
+        serialized = SerializedSettings(profile=current.profile, settings=current.settings)
+        serialized._serialized = current.serialize()
+        cached = _serialized_settings = (current, serialized)
+    token = SettingsContext.__var__.set(cached[1])
+    try:
+        yield
+    finally:
+        SettingsContext.__var__.reset(token)
+
+
 class SerializedSettings(SettingsContext):
     """The flow's current settings, with their serialized form computed once: what
     serialize_context reads while a task run is submitted."""
@@ -107,7 +130,7 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
         inputs = {k: collect_task_run_inputs_sync(v, future_cls=distributed.Future) for k, v in parameters.items()}
         if dependencies:
             inputs = {k: v.union(dependencies.get(k, set())) for k, v in inputs.items()}
-        with self._settings_serialized_once():
+        with _settings_serialized_once():
             context = serialize_context(asset_ctx_kwargs={
                 "task": task, "task_run_id": task_run_id, "task_inputs": inputs, "copy_to_child_ctx": True})
         future = distributed.Client.submit(
@@ -115,18 +138,3 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
             wait_for=wait_for, dependencies=inputs, context=context, return_type="state",
             key=f"{task.name}-{task_run_id.hex}", pure=False)
         return PrefectDaskFuture(wrapped_future=future, task_run_id=task_run_id)
-
-    @contextmanager
-    def _settings_serialized_once(self):
-        """The current settings, serialized on the first submit that sees them."""
-        current = SettingsContext.get()
-        cached = getattr(self, "_serialized_settings", None)
-        if cached is None or cached[0] is not current:
-            serialized = SerializedSettings(profile=current.profile, settings=current.settings)
-            serialized._serialized = current.serialize()
-            cached = self._serialized_settings = (current, serialized)  # holds current: `is` stays meaningful
-        token = SettingsContext.__var__.set(cached[1])
-        try:
-            yield
-        finally:
-            SettingsContext.__var__.reset(token)
