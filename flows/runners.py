@@ -17,6 +17,8 @@ GRAPH_TASK_RUNNER=dask|threads, GRAPH_DASK_ADDRESS, GRAPH_DASK_WORKERS (LocalClu
 GRAPH_DASK_MIN_EDGES (the ``auto`` threshold). A partitioned run (flows' ``partitions`` > 1)
 runs one rank per worker of the flow's Dask cluster.
 
+A Dask runner's task runs reuse their worker thread's Prefect settings and API client
+(flows/dask_runner.py): rebuilt for every task run, they cost each hop between tasks ~0.1-0.2 s.
 prefect_dask and distributed are imported only when a Dask runner is asked for: they cost about
 half a second of every command's start.
 """
@@ -113,11 +115,11 @@ def task_runner(kind: str | None = None, address: str | None = None):
 
 
 def _dask_runner(**kwargs):
-    from prefect_dask import DaskTaskRunner
+    from flows.dask_runner import ReusingDaskTaskRunner
 
     if importlib.util.find_spec("bokeh") is None:
         logging.getLogger("prefect.task_runner.dask").addFilter(_NoDashboardLink())
-    return DaskTaskRunner(**kwargs)
+    return ReusingDaskTaskRunner(**kwargs)
 
 
 def uses_dask(runner) -> bool:

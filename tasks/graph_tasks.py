@@ -129,20 +129,25 @@ def check_device_memory(path: str, edges: int, vertices: int | None = None, weig
 
 class Progress:
     """A progress artifact in the UI, for graphs of at least PROGRESS_MIN_EDGES edges; updated
-    at most every UPDATE_SECONDS so that fast GPU levels do not wait on the API."""
+    at most every UPDATE_SECONDS so that fast GPU levels do not wait on the API. It is created
+    by the first update due, so a step done within UPDATE_SECONDS publishes one artifact at 100%
+    with one API call instead of two (each call costs a task ~10-40 ms of a loaded server)."""
 
     UPDATE_SECONDS = 0.5
 
-    def __init__(self, key: str, edges: int, description: str):
-        self.artifact = None
+    def __init__(self, key: str, edges: int, title: str):
+        self.key, self.title, self.artifact = key, title, None
+        self.wanted = edges >= int(os.environ.get("GRAPH_PROGRESS_MIN_EDGES", 1_000_000))
         self.last = time.monotonic()
-        if edges >= int(os.environ.get("GRAPH_PROGRESS_MIN_EDGES", 1_000_000)):
-            self.artifact = create_progress_artifact(0.0, key=key, description=description)
 
     def update(self, percent: float, description: str, final: bool = False) -> None:
-        if self.artifact is None or (not final and time.monotonic() - self.last < self.UPDATE_SECONDS):
+        if not self.wanted or (not final and time.monotonic() - self.last < self.UPDATE_SECONDS):
             return
-        update_progress_artifact(self.artifact, min(100.0, percent), description=description)
+        percent, description = min(100.0, percent), f"{self.title}: {description}"
+        if self.artifact is None:
+            self.artifact = create_progress_artifact(percent, key=self.key, description=description)
+        else:
+            update_progress_artifact(self.artifact, percent, description=description)
         self.last = time.monotonic()
 
 

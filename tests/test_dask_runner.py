@@ -1,0 +1,60 @@
+"""The Dask task runner's worker threads keep Prefect's settings and API client between task runs
+(flows/dask_runner.py): each task run must still see the settings of the flow run that
+submitted it, and report its logs and artifacts to that flow run's server."""
+import time
+
+import pytest
+from distributed import LocalCluster
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterTaskRunId, LogFilter, LogFilterTaskRunId
+from prefect.context import get_run_context
+from prefect.settings import PREFECT_TASKS_DEFAULT_RETRIES, get_current_settings, temporary_settings
+
+from flows.runners import task_runner
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def report(label: str) -> tuple:
+    """This task run's id and the setting it sees; logs a line and publishes an artifact."""
+    get_run_logger().warning("reporting %s", label)  # the tests log at WARNING and above
+    create_markdown_artifact(key=f"runner-{label}", markdown=f"# {label}")
+    return str(get_run_context().task_run.id), get_current_settings().tasks.default_retries
+
+
+@flow(persist_result=False)
+def two_reports(label: str) -> list:
+    first = report.submit(f"{label}-a")
+    second = report.submit(f"{label}-b", wait_for=[first])
+    return [first.result(), second.result()]
+
+
+def test_task_runs_on_one_worker_thread_see_their_own_flows_settings_and_reach_the_server():
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address="127.0.0.1:0") as cluster:
+        runs = {}
+        for label, retries in [("three", 3), ("five", 5), ("three-again", 3)]:
+            with temporary_settings({PREFECT_TASKS_DEFAULT_RETRIES: retries}):
+                runs[label] = two_reports.with_options(task_runner=task_runner(address=cluster.scheduler_address))(label)
+        default = two_reports.with_options(task_runner=task_runner(address=cluster.scheduler_address))("default")
+
+    assert [r[1] for r in runs["three"]] == [3, 3]
+    assert [r[1] for r in runs["five"]] == [5, 5]
+    assert [r[1] for r in runs["three-again"]] == [3, 3]
+    assert [r[1] for r in default] == [get_current_settings().tasks.default_retries] * 2
+    task_run_ids = [r[0] for results in [*runs.values(), default] for r in results]
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(task_run_id=ArtifactFilterTaskRunId(any_=task_run_ids)))
+        assert len({str(a.task_run_id) for a in artifacts}) == len(task_run_ids) == 8
+        # workers send their logs in batches, every few seconds: wait for them, not for a time
+        deadline = time.monotonic() + 60
+        while True:
+            logs = client.read_logs(log_filter=LogFilter(task_run_id=LogFilterTaskRunId(any_=task_run_ids)))
+            logged = {str(log.task_run_id) for log in logs if log.message.startswith("reporting ")}
+            if logged == set(task_run_ids) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    assert logged == set(task_run_ids)
