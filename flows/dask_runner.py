@@ -11,6 +11,10 @@ process serializes its settings once, and each worker thread builds settings and
 client once per distinct serialized settings. Everything else (flow and task run contexts,
 states, events, logs, artifacts, retries) is Prefect's task engine, per task run.
 
+It uses Prefect's context variables, its task engine's entry points and prefect_dask's submit
+as they are in the versions pyproject.toml pins (prefect 3.9, prefect-dask 0.3);
+tests/test_dask_runner.py and tests/test_dask.py check it against them.
+
 Imported only when a Dask runner is asked for (flows/runners.py): it imports prefect_dask.
 """
 from __future__ import annotations
