@@ -165,10 +165,15 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
     from flows.pipeline import pipeline_flow
     from flows.runners import local_cluster, task_runner
 
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
     def timed_flow(task_runner_, output):
         started = time.perf_counter()
-        state = pipeline_flow.with_options(task_runner=task_runner_)(
-            path, source=[str(source_id)], output=str(work / output), backend=backend, return_state=True)
+        # as the command line runs a flow: without the heartbeat, whose thread the end of a run
+        # waits for (up to a second)
+        with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+            state = pipeline_flow.with_options(task_runner=task_runner_)(
+                path, source=[str(source_id)], output=str(work / output), backend=backend, return_state=True)
         seconds = time.perf_counter() - started
         summary = state.result()
         summary["timeline"] = task_timeline(state.state_details.flow_run_id)
