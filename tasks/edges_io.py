@@ -15,7 +15,11 @@ sees the old file or the new one, never a partial one.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
+import re
+import shutil
 import socket
 import stat
 import tempfile
@@ -596,8 +600,9 @@ def check_output_paths(input: str, targets: list[str | os.PathLike], directories
     """Refuse, before anything is read, result files that could not be written or that a later
     run would read back as input: an output folder inside the input dataset (unless under a
     folder the dataset walk skips, such as `_results/`), a result path taken by a folder (unless
-    ``directories``: a partitioned run replaces a file or a dataset folder whole), an output
-    folder path taken by a file."""
+    ``directories``: a partitioned run replaces a file or a dataset folder whole; or the folder
+    is a partitioned run's result, which a one-partition run replaces), an output folder path
+    taken by a file."""
     dataset = os.path.realpath(input) if os.path.isdir(input) else None
     for target in map(Path, targets):
         out = target.parent
@@ -608,7 +613,8 @@ def check_output_paths(input: str, targets: list[str | os.PathLike], directories
                 if not any(part.startswith(SKIP_PREFIXES) for part in below if part != "."):
                     raise OutputError(f"{out}: output folder is inside the input dataset {input}, so a later run "
                                       "would read the results as input; write them elsewhere")
-        if os.path.lexists(target) and not (target.is_file() or (directories and target.is_dir())):
+        if os.path.lexists(target) and not (target.is_file() or (directories and target.is_dir())
+                                            or is_result_dataset(target)):
             raise OutputError(f"{target}: output path exists and is not a regular file")
         # whether a folder may be written is left to the write: with a remote Dask cluster the
         # workers write, and a path missing here may exist there
@@ -685,6 +691,43 @@ COMPRESSIONS = ("snappy", "zstd", "lz4", "gzip", "none")
 DEFAULT_COMPRESSION = "snappy"
 
 
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+RESULT_PART = re.compile(r"part-\d{5}\.parquet")  # a partitioned run's part files (tasks/partitioned_io.py)
+
+
+def exchange_paths(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2); False where the system cannot."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: not on this file system
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def remove_path(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def is_result_dataset(path: Path) -> bool:
+    """A folder a partitioned run wrote as one result (``--output-layout dataset``): nothing in
+    it but its part files. A one-partition run replaces it with a file; any other folder at a
+    result's path is the user's and is refused."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    entries = list(path.iterdir())
+    return bool(entries) and all(RESULT_PART.fullmatch(e.name) and e.is_file() and not e.is_symlink()
+                                 for e in entries)
+
+
 def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPRESSION) -> Path:
     """Write ``table`` to ``target`` through a temporary file in the same directory + rename."""
     fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target), suffix=".tmp", dir=target.parent)
@@ -695,12 +738,26 @@ def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPR
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         stopping.check(f"publishing {target}")
-        os.replace(tmp, target)
+        if is_result_dataset(target):  # a partitioned run's result: replaced whole by this file
+            _replace_dataset(Path(tmp), target)
+        else:
+            os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     return target
+
+
+def _replace_dataset(new: Path, target: Path) -> None:
+    if exchange_paths(new, target):
+        remove_path(new)  # now the old dataset
+        return
+    # no atomic swap on this file system: a reader may find the result missing for a moment
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    os.rename(target, old)
+    os.rename(new, target)
+    remove_path(old)
 
 
 def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEFAULT_COMPRESSION) -> list[Path]:

@@ -24,8 +24,6 @@ whether each is a file or a directory.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import dataclasses
 import os
 import shutil
@@ -39,7 +37,7 @@ import pyarrow.parquet as pq
 
 from tasks.edges_io import (
     DEFAULT_COMPRESSION, _Plan, _plan, _read_unit, _run_in_order, _signs, _Signs, _unit_ids, _unit_weights,
-    dataset_files, write_many,
+    dataset_files, exchange_paths, remove_path, write_many,
 )
 from tasks.errors import InputError, OutputError
 
@@ -220,31 +218,6 @@ def merge_parts(staging: Path, result: str, size: int, compression: str = DEFAUL
     return target
 
 
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths atomically (Linux renameat2); False where the system cannot."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-    renameat2 = getattr(libc, "renameat2", None)
-    if renameat2 is None:
-        return False
-    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: not on this file system
-        return False
-    raise OSError(err, os.strerror(err), str(b))
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
-
-
 def publish(staging: Path, output: Path, results: list[str]) -> list[str]:
     """Move each staged result to the same place under ``output``, replacing what is there."""
     placed = []
@@ -254,8 +227,8 @@ def publish(staging: Path, output: Path, results: list[str]) -> list[str]:
             target.parent.mkdir(parents=True, exist_ok=True)
             if not target.exists() and not target.is_symlink():
                 os.rename(new, target)
-            elif _exchange(new, target):
-                _remove(new)  # now the old result
+            elif exchange_paths(new, target):
+                remove_path(new)  # now the old result
             elif new.is_file() and target.is_file():
                 os.replace(new, target)
             else:  # no atomic swap here: a reader may find the result missing for a moment

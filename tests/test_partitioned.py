@@ -178,6 +178,33 @@ def test_a_rerun_replaces_each_result_whole_whatever_its_layout(client, tmp_path
     assert [p.name for p in out.iterdir()] == ["mst_edges.parquet"]  # no staging directory left
 
 
+def test_a_one_partition_run_replaces_a_partitioned_runs_dataset_but_not_a_users_folder(client, tmp_path,
+                                                                                        prefect_server):
+    """A dataset folder a partitioned run left at a result's path is that result: the
+    one-partition recipe replaces it with its file. A folder holding anything else is refused
+    before reading, as before."""
+    from flows.pipeline import pipeline_flow
+
+    path = str(realgraphs_dir() / "netscience.parquet")
+    out = tmp_path / "out"
+    run_partitioned(path, str(out), 3, source=["0"], forest=True, output_layout="dataset", client=client)
+    assert (out / "mst_edges.parquet").is_dir() and (out / "bfs_distances.parquet").is_dir()
+    pipeline_flow(path, source=["0"], output=str(out), backend="numpy")
+    pipeline_flow(path, source=["0"], output=str(tmp_path / "fresh"), backend="numpy")
+    for name in ("bfs_distances.parquet", "mst_edges.parquet"):
+        assert (out / name).is_file()
+        assert pq.read_table(out / name).equals(pq.read_table(tmp_path / "fresh" / name))
+    assert sorted(p.name for p in out.iterdir()) == ["bfs_distances.parquet", "mst_edges.parquet"]
+
+    users = tmp_path / "users"
+    (users / "mst_edges.parquet").mkdir(parents=True)
+    (users / "mst_edges.parquet" / "part-00000.parquet").write_bytes(b"")
+    (users / "mst_edges.parquet" / "notes.txt").write_text("mine")
+    state = pipeline_flow(path, source=["0"], output=str(users), backend="numpy", return_state=True)
+    assert state.is_failed() and "mst_edges.parquet: output path exists and is not a regular file" in state.message
+    assert sorted(p.name for p in (users / "mst_edges.parquet").iterdir()) == ["notes.txt", "part-00000.parquet"]
+
+
 def test_a_bad_row_in_one_ranks_share_fails_the_run_with_that_rows_error(client, tmp_path):
     n = 300
     dst = pa.array([*range(1, 250), None, *range(251, n + 1)], pa.int64())
