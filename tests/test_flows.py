@@ -1,8 +1,6 @@
 """Flows and the command line, end to end on real Parquet files under a real Prefect server."""
 import json
-import logging
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +9,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from distributed.diagnostics.plugin import WorkerPlugin
 
 from flows import bfs as bfs_cli
 from flows import mst as mst_cli
@@ -281,35 +278,6 @@ def test_partition_parameters_are_checked_before_anything_runs(tmp_path, params,
     assert not (tmp_path / "o").exists()
 
 
-class KillRankBesideNoDriver(WorkerPlugin):
-    """SIGKILLs a worker when one of its ranks logs ``phase``, unless the worker also runs the
-    run's driver (the partitioned_run task): that rank's peers and the driver must notice. Once
-    per test, across worker processes, through a marker file."""
-
-    def __init__(self, marker: str, phase: str):
-        self.marker, self.phase = marker, phase
-
-    def setup(self, worker):
-        marker, phase = self.marker, self.phase
-
-        class Kill(logging.Handler):
-            def emit(self, record):
-                if not record.getMessage().split(": ", 1)[-1].startswith(f"{phase} ("):  # "rank R: PHASE (s)"
-                    return
-                if any("partitioned_run" in str(key) for key, ts in worker.state.tasks.items()
-                       if ts.state in ("executing", "long-running")):
-                    return
-                try:
-                    os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
-                except FileExistsError:
-                    return
-                os.kill(os.getpid(), signal.SIGKILL)
-
-        logger = logging.getLogger("graph.partitioned")
-        logger.setLevel(logging.INFO)
-        logger.addHandler(Kill())
-
-
 def artifacts_of(state) -> dict:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
@@ -332,6 +300,7 @@ def test_partitioned_flow_artifacts_layouts_and_a_killed_rank(tmp_path):
     from distributed import Client, LocalCluster
 
     from flows.runners import task_runner
+    from tests.test_partitioned import KillRankAt
 
     graph = str(realgraphs_dir() / "netscience.parquet")
     out = tmp_path / "out"
@@ -357,7 +326,7 @@ def test_partitioned_flow_artifacts_layouts_and_a_killed_rank(tmp_path):
         assert sorted(p.name for p in out.iterdir()) == ["bfs_distances.parquet", "mst_edges.parquet"]
 
         marker = tmp_path / "killed"
-        client.register_plugin(KillRankBesideNoDriver(str(marker), "csr"), name="kill-rank")
+        client.register_plugin(KillRankAt(str(marker), r"rank \d+: csr \(", spare_driver=True), name="kill-rank")
         try:
             state = flow(graph, source=["0"], output=str(tmp_path / "killed-run"), partitions=2, return_state=True)
         finally:

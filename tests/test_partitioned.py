@@ -9,6 +9,7 @@ one rank, a rank killed mid-run, and the Prefect task on Dask workers."""
 import logging
 import math
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -329,18 +330,23 @@ def test_partition_count_auto_and_memory_refusal():
 
 
 class KillRankAt(WorkerPlugin):
-    """SIGKILLs the worker process whose rank logs a message starting with ``phase`` (once per
-    test, across all worker processes, through a marker file)."""
+    """SIGKILLs the worker process whose rank logs a message matching the regular expression
+    ``pattern`` (once per test, across all worker processes, through a marker file). With
+    ``spare_driver``, not a worker that also runs the run's driver (the partitioned_run task):
+    then the rank's peers and the driver must notice."""
 
-    def __init__(self, marker: str, phase: str):
-        self.marker, self.phase = marker, phase
+    def __init__(self, marker: str, pattern: str, spare_driver: bool = False):
+        self.marker, self.pattern, self.spare_driver = marker, pattern, spare_driver
 
     def setup(self, worker):
-        marker, phase = self.marker, self.phase
+        marker, pattern, spare_driver = self.marker, re.compile(self.pattern), self.spare_driver
 
         class Kill(logging.Handler):
             def emit(self, record):
-                if not record.getMessage().startswith(phase):
+                if not pattern.match(record.getMessage()):
+                    return
+                if spare_driver and any("partitioned_run" in str(key) for key, ts in worker.state.tasks.items()
+                                        if ts.state in ("executing", "long-running")):
                     return
                 try:
                     os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
@@ -357,7 +363,7 @@ class KillRankAt(WorkerPlugin):
 def test_a_killed_rank_fails_the_run_cleanly(client, tmp_path, phase):
     path = realgraphs_dir() / "bitcoinalpha.parquet"
     marker = tmp_path / "killed"
-    client.register_plugin(KillRankAt(str(marker), phase), name="kill-rank")
+    client.register_plugin(KillRankAt(str(marker), re.escape(phase)), name="kill-rank")
     try:
         with pytest.raises(PartitionFailed) as failure:
             run_partitioned(str(path), str(tmp_path / "out"), 3, source=["1"], client=client, timeout=120)

@@ -86,7 +86,7 @@ def test_a_killed_gpu_rank_fails_the_run_cleanly(client, tmp_path):
     from tests.test_partitioned import KillRankAt
 
     marker = tmp_path / "killed"
-    client.register_plugin(KillRankAt(str(marker), "rank 1: csr"), name="kill-rank")
+    client.register_plugin(KillRankAt(str(marker), r"rank 1: csr"), name="kill-rank")
     try:
         with pytest.raises(PartitionFailed, match="rank 1.*nothing was written$"):
             run_partitioned(str(realgraphs_dir() / "bitcoinalpha.parquet"), str(tmp_path / "out"), 2, source=["1"],
