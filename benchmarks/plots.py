@@ -27,7 +27,9 @@ def load_records(results: Path) -> list[dict]:
     for path in sorted(results.glob("*.json")):
         data = json.loads(path.read_text())
         for record in data if isinstance(data, list) else [data]:
-            if record.get("algo") in ("bfs", "mst", "csr") and record.get("validated", True):
+            # a record with a "variant" measured an experiment's alternative, not the software
+            if record.get("algo") in ("bfs", "mst", "csr") and record.get("validated", True) \
+                    and "variant" not in record:
                 records.append({**record, "file": path.name})
     return records
 
