@@ -54,6 +54,37 @@ __device__ __forceinline__ bool claim(unsigned* visited, int v) {
     return !(atomicOr(&visited[v >> 5], bit) & bit);
 }
 
+// Claim the unvisited heads of the arcs [a, min(a + ARC_BATCH, end)): head[k] = the k-th
+// arc's head and degree[k] its out-degree; returns a mask of the k whose head this thread won.
+// The batch's loads of heads, of their bitmap words, its atomics and its degree loads do not
+// depend on one another, so each kind is in flight at once: on road networks (2-4 arcs per
+// vertex) a chain of dependent loads per arc was the whole cost of a narrow level. Arrays are
+// indexed by unrolled constants only, so they stay in registers. L2_ONLY: read the bitmap from
+// L2 (another block may have set bits; a stale L1 word only costs an atomic more).
+#define ARC_BATCH 4
+template <bool L2_ONLY>
+__device__ __forceinline__ unsigned claim_batch(const i64* out_ptr, const int* out_idx, unsigned* visited,
+                                                i64 a, i64 end, int* head, i64* degree) {
+    unsigned word[ARC_BATCH];
+#pragma unroll
+    for (int k = 0; k < ARC_BATCH; ++k) head[k] = a + k < end ? out_idx[a + k] : -1;
+#pragma unroll
+    for (int k = 0; k < ARC_BATCH; ++k) {
+        int v = head[k];
+        word[k] = v < 0 ? ~0u : (L2_ONLY ? __ldcg(visited + (v >> 5)) : visited[v >> 5]);
+    }
+    unsigned won = 0;
+#pragma unroll
+    for (int k = 0; k < ARC_BATCH; ++k) {
+        unsigned bit = 1u << (head[k] & 31);
+        if (!(word[k] & bit) && !(atomicOr(&visited[head[k] >> 5], bit) & bit)) won |= 1u << k;
+    }
+#pragma unroll
+    for (int k = 0; k < ARC_BATCH; ++k)
+        degree[k] = (won >> k) & 1 ? out_ptr[head[k] + 1] - out_ptr[head[k]] : 0;
+    return won;
+}
+
 __device__ __forceinline__ i64* stats_slot(i64* ctl, i64 level) {
     return ctl + CTL_STATS + ST_COUNT * (level % 3);
 }
@@ -143,17 +174,21 @@ bfs_fused(const i64* out_ptr, const int* out_idx, int* dist, int* pred, unsigned
         i64 found = 0, arcs = 0, top = 0;
         for (int i = threadIdx.x; i < q; i += blockDim.x) {
             int u = cur[i];
-            for (i64 a = out_ptr[u], end = out_ptr[u + 1]; a < end; ++a) {
-                int v = out_idx[a];
-                unsigned bit = 1u << (v & 31);
-                if ((visited[v >> 5] & bit) || (atomicOr(&visited[v >> 5], bit) & bit)) continue;
-                dist[v] = (int)level + 1;
-                pred[v] = u;
-                i64 degree = out_ptr[v + 1] - out_ptr[v];
-                ++found;
-                arcs += degree;
-                top = max(top, degree);
-                if (degree > 0) nxt[coalesced_append(&c[ST_QUEUED])] = v;
+            for (i64 a = out_ptr[u], end = out_ptr[u + 1]; a < end; a += ARC_BATCH) {
+                int head[ARC_BATCH];
+                i64 degree[ARC_BATCH];
+                unsigned won = claim_batch<false>(out_ptr, out_idx, visited, a, end, head, degree);
+#pragma unroll
+                for (int k = 0; k < ARC_BATCH; ++k) {
+                    if (!((won >> k) & 1)) continue;
+                    int v = head[k];
+                    dist[v] = (int)level + 1;
+                    pred[v] = u;
+                    ++found;
+                    arcs += degree[k];
+                    top = max(top, degree[k]);
+                    if (degree[k] > 0) nxt[coalesced_append(&c[ST_QUEUED])] = v;
+                }
             }
         }
         // one shared atomic per warp and statistic: a thousand threads on one shared word
@@ -282,16 +317,20 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
                 // one thread per frontier vertex
                 for (i64 i = tid; i < q; i += threads) {
                     int u = __ldcg(qcur + i);
-                    for (i64 a = out_ptr[u], end = out_ptr[u + 1]; a < end; ++a) {
-                        int v = out_idx[a];
-                        if (claim(visited, v)) {
+                    for (i64 a = out_ptr[u], end = out_ptr[u + 1]; a < end; a += ARC_BATCH) {
+                        int head[ARC_BATCH];
+                        i64 degree[ARC_BATCH];
+                        unsigned won = claim_batch<true>(out_ptr, out_idx, visited, a, end, head, degree);
+#pragma unroll
+                        for (int k = 0; k < ARC_BATCH; ++k) {
+                            if (!((won >> k) & 1)) continue;
+                            int v = head[k];
                             dist[v] = (int)level + 1;
                             pred[v] = u;
-                            i64 degree = out_ptr[v + 1] - out_ptr[v];
                             ++found;
-                            arcs += degree;
-                            largest = max(largest, degree);
-                            if (degree > 0) qnxt[coalesced_append((u64*)(next + ST_QUEUED))] = v;
+                            arcs += degree[k];
+                            largest = max(largest, degree[k]);
+                            if (degree[k] > 0) qnxt[coalesced_append((u64*)(next + ST_QUEUED))] = v;
                         }
                     }
                 }
@@ -451,6 +490,65 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
         ctl[CTL_BITMAP] = bsel;
         ctl[CTL_UNVISITED] = unvisited;
         ctl[CTL_STATUS] = status;
+    }
+}
+
+// One bottom-up step of a partitioned search (driver: kernels/gpu_bfs.bottom_up_rank; encodings:
+// kernels/partitioned.py). This rank owns global vertices [lo, lo + owned): in_ptr / in_idx are
+// their in-arc rows (global tail ids), dist / pred local. `frontier` is the whole graph's
+// frontier as a bitmap (bit v % 32 of word v / 32, every rank's bits gathered). A warp takes 32
+// consecutive owned vertices; each unreached one looks for its first in-neighbour (CSR order)
+// in the frontier, a lane probing its first BU_PROBES alone and the warp scanning the rest of a
+// longer list 32 at a time. Found vertices are appended (local ids) to `queue`, counted in
+// queued[0]: the next frontier.
+__global__ void __launch_bounds__(BFS_THREADS)
+bfs_rank_bottom_up(const i64* in_ptr, const int* in_idx, int owned, const unsigned* frontier, int* dist,
+                   int* pred, int level, int* queue, u64* queued) {
+    const int lane = lane_id();
+    const i64 groups = ((i64)owned + 31) >> 5;
+    for (i64 g = thread_index() >> 5; g < groups; g += thread_count() >> 5) {
+        int v = (int)(g * 32 + lane);
+        bool todo = v < owned && dist[v] < 0;
+        bool hit = false;
+        int parent = -1;
+        i64 a = 0, e = 0;
+        if (todo) {
+            a = in_ptr[v];
+            e = in_ptr[v + 1];
+            for (int k = 0; k < BU_PROBES && a < e; ++k, ++a) {
+                int u = in_idx[a];
+                if ((frontier[u >> 5] >> (u & 31)) & 1u) {
+                    hit = true;
+                    parent = u;
+                    break;
+                }
+            }
+        }
+        unsigned pending = __ballot_sync(FULL_MASK, todo && !hit && a < e);
+        while (pending) {
+            int leader = __ffs(pending) - 1;
+            pending &= pending - 1;
+            i64 from = __shfl_sync(FULL_MASK, a, leader), to = __shfl_sync(FULL_MASK, e, leader);
+            for (i64 b = from; b < to; b += 32) {
+                int u = b + lane < to ? in_idx[b + lane] : 0;
+                bool in = b + lane < to && ((frontier[u >> 5] >> (u & 31)) & 1u);
+                unsigned ins = __ballot_sync(FULL_MASK, in);
+                if (ins) {
+                    int first = __shfl_sync(FULL_MASK, u, __ffs(ins) - 1);
+                    if (lane == leader) {
+                        hit = true;
+                        parent = first;
+                    }
+                    break;
+                }
+            }
+        }
+        if (hit) {
+            dist[v] = level + 1;
+            pred[v] = parent;
+        }
+        u64 slot = warp_append(queued, hit);
+        if (hit) queue[slot] = v;
     }
 }
 
