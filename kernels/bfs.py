@@ -86,13 +86,15 @@ def _top_down(out, frontier, distance, predecessor, claim, level):
     return nxt
 
 
-def _bottom_up(inc, in_frontier, distance, predecessor, level):
-    indptr, indices = inc.indptr, inc.indices
-    cand = np.flatnonzero(distance < 0).astype(np.int32)
-    start = indptr[cand]
-    count = indptr[cand + 1] - start
+def bottom_up_parents(indptr, indices, candidates, in_frontier):
+    """The bottom-up step on the host: of the vertices ``candidates`` (ascending row numbers of
+    ``indptr``), those with an in-neighbour in the frontier (``in_frontier``: bool over the ids
+    that ``indices`` hold), and each one's first such in-neighbour in CSR order. Returns
+    ``(found, parents)``."""
+    start = indptr[candidates]
+    count = indptr[candidates + 1] - start
     live = count > 0
-    cand, start, count = cand[live], start[live], count[live]
+    cand, start, count = candidates[live], start[live], count[live]
     found, parents = [], []
     for k in range(PROBES):
         if cand.shape[0] == 0:
@@ -112,9 +114,15 @@ def _bottom_up(inc, in_frontier, distance, predecessor, level):
         first[1:] = who[1:] != who[:-1]  # owners are ascending: keep each one's first hit
         found.append(cand[who[first]])
         parents.append(nb[hit[first]])
-    nxt = np.concatenate(found) if found else np.empty(0, np.int32)
+    if not found:
+        return candidates[:0], indices[:0]
+    return np.concatenate(found), np.concatenate(parents)
+
+
+def _bottom_up(inc, in_frontier, distance, predecessor, level):
+    nxt, parents = bottom_up_parents(inc.indptr, inc.indices, np.flatnonzero(distance < 0).astype(np.int32), in_frontier)
     distance[nxt] = level + 1
-    predecessor[nxt] = np.concatenate(parents) if parents else np.empty(0, np.int32)
+    predecessor[nxt] = parents
     return nxt
 
 

@@ -105,3 +105,15 @@ def bfs_gpu(graph: Graph, sources: np.ndarray, depth_limit: int | None, on_level
             fused = status == STATUS_NARROW
         codes = head[CTL_SIZE * 8:].view(np.int8)[:level] if level <= STEPS_READ_WITH_STATE else ws.steps[:level].get()
         return BFSResult(dist, pred, level, [STEP_NAMES[c] for c in codes.tolist()])
+
+
+def bottom_up_rank(inc, frontier_words, distance, predecessor, level: int):
+    """One bottom-up step of a partitioned search on this rank's rows (kernels/partitioned.py):
+    sets distance / predecessor of the owned vertices found and returns them (local int32 ids,
+    in no particular order)."""
+    owned = distance.shape[0]
+    queue = cp.empty(max(owned, 1), dtype=cp.int32)
+    queued = cp.zeros(1, dtype=cp.uint64)
+    gpu.launch("bfs_rank_bottom_up", owned, (inc.indptr, inc.indices, np.int32(owned), frontier_words, distance,
+                                             predecessor, np.int32(level), queue, queued), threads=BFS_THREADS)
+    return queue[: int(queued.get()[0])]

@@ -34,14 +34,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernels.backend import array_module, segment_owner, to_host
-from kernels.bfs import ALPHA, BETA
+from kernels.backend import array_module, is_gpu, scatter_add, segment_owner, to_host
+from kernels.bfs import ALPHA, BETA, bottom_up_parents
 from kernels.graph import CSR, MAX_VERTICES, EdgeList, build_csr, renumber
 from kernels.msf import minimum_spanning_forest
-
-# Bottom-up probes each unvisited vertex's first PROBES in-neighbours one position at a time
-# before one segmented scan of the rest of the survivors' lists.
-PROBES = 4
 
 
 @dataclass
@@ -235,51 +231,30 @@ def _top_down(comm, g: LocalGraph, frontier, distance, predecessor, level):
 
 
 def _frontier_everywhere(comm, own: Ownership, frontier):
-    """The global frontier as a bool array over all n vertices: each rank's bitmap of its own
-    range, packed to bits, gathered, unpacked."""
+    """The global frontier as a bitmap over all n vertices (uint32 words, bit v % 32 of word
+    v // 32): each rank sets the bits of its own vertices in a zeroed bitmap and the ranks sum
+    them. Bits of different ranks never coincide, so the sum is their union, also in the words
+    that two ranks' ranges share."""
     xp = array_module(frontier)
-    mine = xp.zeros(own.owned, dtype=bool)
-    mine[frontier] = True
-    packed, counts = comm.allgatherv(xp.packbits(mine))
-    bits = xp.unpackbits(packed)
-    starts = 8 * np.concatenate([[0], np.cumsum(counts)])
-    sizes = np.diff(own.bounds)
-    return xp.concatenate([bits[starts[r]:starts[r] + sizes[r]] for r in range(sizes.shape[0])]).astype(bool)
+    ids = frontier.astype(np.int64) + own.lo
+    words = xp.zeros((own.n + 31) // 32, dtype=np.uint32)
+    scatter_add(words, ids >> 5, (xp.uint32(1) << (ids & 31).astype(np.uint32)))
+    return comm.allreduce(words, "sum")
 
 
 def _bottom_up(comm, g: LocalGraph, frontier, distance, predecessor, level):
-    """Bottom-up step over a replicated frontier: each unvisited owned vertex takes its first
+    """Bottom-up step over the replicated frontier: each unvisited owned vertex takes its first
     in-neighbour (CSR order) that is in the frontier. No other communication."""
-    xp = array_module(distance)
-    in_frontier = _frontier_everywhere(comm, g.own, frontier)
-    indptr, indices = g.inc.indptr, g.inc.indices
-    cand = xp.flatnonzero(distance < 0)
-    start = indptr[cand]
-    count = indptr[cand + 1] - start
-    live = count > 0
-    cand, start, count = cand[live], start[live], count[live]
-    found, parents = [], []
-    for k in range(PROBES):
-        if cand.shape[0] == 0:
-            break
-        nb = indices[start + k]
-        hit = in_frontier[nb]
-        found.append(cand[hit])
-        parents.append(nb[hit])
-        more = ~hit & (count > k + 1)
-        cand, start, count = cand[more], start[more], count[more]
-    if cand.shape[0]:
-        nb, who = _scan(indices, start + PROBES, count - PROBES)
-        hit = xp.flatnonzero(in_frontier[nb])
-        who = who[hit]
-        first = xp.ones(who.shape[0], dtype=bool)
-        first[1:] = who[1:] != who[:-1]  # owners ascending: each one's first hit
-        found.append(cand[who[first]])
-        parents.append(nb[hit[first]])
-    nxt = xp.concatenate(found) if found else xp.empty(0, dtype=np.int64)
-    distance[nxt] = level + 1
-    predecessor[nxt] = xp.concatenate(parents) if parents else xp.empty(0, dtype=np.int32)
-    return nxt
+    words = _frontier_everywhere(comm, g.own, frontier)
+    if is_gpu(words):
+        from kernels.gpu_bfs import bottom_up_rank
+
+        return bottom_up_rank(g.inc, words, distance, predecessor, level)
+    in_frontier = np.unpackbits(words.view(np.uint8), bitorder="little")[: g.own.n].view(bool)
+    found, parents = bottom_up_parents(g.inc.indptr, g.inc.indices, np.flatnonzero(distance < 0), in_frontier)
+    distance[found] = level + 1
+    predecessor[found] = parents
+    return found
 
 
 def bfs_partitioned(comm, g: LocalGraph, sources, depth_limit: int | None = None, on_level=None) -> PartitionedBFS:
@@ -296,11 +271,11 @@ def bfs_partitioned(comm, g: LocalGraph, sources, depth_limit: int | None = None
     distance[mine] = 0
     predecessor[mine] = (mine + own.lo).astype(np.int32)
     out_degree = g.out.indptr[1:] - g.out.indptr[:-1]
-    unvisited_arcs = int(out_degree.sum()) - int(out_degree[mine].sum())
+    arcs = int(out_degree[mine].sum())  # the frontier's out-arcs on this rank
+    unvisited_arcs = int(out_degree.sum()) - arcs
     frontier, level, steps, bottom_up = mine, 0, [], False
     while True:
-        stats = comm.allreduce(xp.asarray([frontier.shape[0], int(out_degree[frontier].sum()), unvisited_arcs],
-                                          dtype=np.int64), "sum")
+        stats = comm.allreduce(xp.asarray([frontier.shape[0], arcs, unvisited_arcs], dtype=np.int64), "sum")
         size, frontier_arcs, unvisited = (int(s) for s in to_host(stats))
         if on_level is not None and level:
             on_level(level, size)
@@ -313,8 +288,9 @@ def bfs_partitioned(comm, g: LocalGraph, sources, depth_limit: int | None = None
         step = _bottom_up if bottom_up else _top_down
         frontier = step(comm, g, frontier, distance, predecessor, level)
         steps.append("bottom-up" if bottom_up else "top-down")
-        unvisited_arcs -= int(out_degree[frontier].sum())
         level += 1
+        arcs = int(out_degree[frontier].sum())
+        unvisited_arcs -= arcs
     return PartitionedBFS(distance, predecessor, level, steps)
 
 
