@@ -112,8 +112,37 @@ def bottom_up_rank(inc, frontier_words, distance, predecessor, level: int):
     sets distance / predecessor of the owned vertices found and returns them (local int32 ids,
     in no particular order)."""
     owned = distance.shape[0]
-    queue = cp.empty(max(owned, 1), dtype=cp.int32)
-    queued = cp.zeros(1, dtype=cp.uint64)
+    queue, queued = _rank_queue(owned)
     gpu.launch("bfs_rank_bottom_up", owned, (inc.indptr, inc.indices, np.int32(owned), frontier_words, distance,
                                              predecessor, np.int32(level), queue, queued), threads=BFS_THREADS)
     return queue[: int(queued.get()[0])]
+
+
+def top_down_rank(out, frontier, lo: int, n: int, distance, predecessor, level: int):
+    """The expansion of a partitioned top-down step: owned heads are claimed here; returns
+    ``(found, remote)``: the owned vertices found (local int32 ids) and one proposal per head
+    another rank owns (int64 head << 32 | parent, global ids, in no particular order)."""
+    owned = distance.shape[0]
+    frontier = frontier.astype(cp.int32, copy=False)
+    queue, queued = _rank_queue(owned)
+    proposed = cp.zeros((n + 31) // 32, dtype=cp.uint32)
+    remote = cp.empty(max(n - owned, 1), dtype=cp.int64)
+    proposals = cp.zeros(1, dtype=cp.uint64)
+    gpu.launch("bfs_rank_top_down", frontier.shape[0] * 32, (
+        out.indptr, out.indices, frontier, np.int32(frontier.shape[0]), np.int32(lo), np.int32(owned), distance,
+        predecessor, np.int32(level), proposed, queue, queued, remote, proposals), threads=BFS_THREADS)
+    counts = cp.concatenate([queued, proposals]).get()
+    return queue[: int(counts[0])], remote[: int(counts[1])]
+
+
+def accept_rank(proposals, lo: int, distance, predecessor, level: int):
+    """The owned heads of ``proposals`` (head << 32 | parent) still unreached take that parent;
+    returns them (local int32 ids)."""
+    queue, queued = _rank_queue(distance.shape[0])
+    gpu.launch("bfs_rank_accept", proposals.shape[0], (proposals, np.int64(proposals.shape[0]), np.int32(lo),
+                                                        distance, predecessor, np.int32(level), queue, queued))
+    return queue[: int(queued.get()[0])]
+
+
+def _rank_queue(owned: int):
+    return cp.empty(max(owned, 1), dtype=cp.int32), cp.zeros(1, dtype=cp.uint64)

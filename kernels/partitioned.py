@@ -208,9 +208,17 @@ def _expand(csr: CSR, rows):
 def _top_down(comm, g: LocalGraph, frontier, distance, predecessor, level):
     """Owner-routed top-down step: each rank proposes (vertex, parent) for the unvisited
     neighbours of its frontier to their owners; an owner takes the first proposal per vertex in
-    (rank, frontier order) order. Returns the owned vertices discovered (local indices)."""
+    (rank, frontier order) order (on GPUs: whichever claims it first). Returns the owned
+    vertices discovered (local indices)."""
     xp = array_module(distance)
     own = g.own
+    if is_gpu(distance):
+        from kernels.gpu_bfs import accept_rank, top_down_rank
+
+        found, remote = top_down_rank(g.out, frontier, own.lo, own.n, distance, predecessor, level)
+        remote = xp.sort(remote)  # by head: grouped by owner
+        proposals, _ = comm.alltoallv(remote, _counts_by_owner(xp, (remote >> 32).astype(np.int32), own.bounds))
+        return xp.concatenate([found, accept_rank(proposals, own.lo, distance, predecessor, level)])
     heads, which = _expand(g.out, frontier)
     parents = (frontier[which] + own.lo).astype(np.int32)
     local = (heads >= own.lo) & (heads < own.hi)
