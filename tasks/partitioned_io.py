@@ -17,8 +17,9 @@ the share's first global row is ``row_offset``.
 Output: every rank writes its part of each result into one staging directory inside the output
 directory; the driver renames each result into place only after every rank has finished
 (``publish``). A result is a Parquet dataset directory (one ``part-RRRRR.parquet`` per rank,
-layout ``dataset``) or one file (layout ``file``: rank 0 streams the parts into it row group by
-row group). Renaming over an existing result exchanges the two atomically (renameat2's
+layout ``dataset``) or one file (layout ``file``: once every part is on disk, one rank streams
+the parts into it row group by row group; results are dealt out to the ranks in turn, so they
+are merged at once). Renaming over an existing result exchanges the two atomically (renameat2's
 RENAME_EXCHANGE) where the system offers it, so a reader sees the old result or the new one,
 whether each is a file or a directory.
 """
@@ -191,12 +192,12 @@ def part_path(staging: Path, result: str, rank: int, layout: str) -> Path:
     return base / f"part-{rank:05d}.parquet"
 
 
-def write_part(table: pa.Table, staging: Path, result: str, rank: int, layout: str,
-               compression: str = DEFAULT_COMPRESSION) -> Path:
-    target = part_path(staging, result, rank, layout)
+def write_parts(tables: dict[str, pa.Table], staging: Path, rank: int, layout: str,
+                compression: str = DEFAULT_COMPRESSION) -> list[Path]:
+    """This rank's part of each result (result name -> table), written at once."""
     if not staging.is_dir():  # the driver gave the run up and removed it: do not recreate it
         raise OutputError(f"{staging}: the run's staging directory is gone (the run was cancelled)")
-    return write_many({target: table}, compression)[0]
+    return write_many({part_path(staging, result, rank, layout): t for result, t in tables.items()}, compression)
 
 
 def merge_parts(staging: Path, result: str, size: int, compression: str = DEFAULT_COMPRESSION) -> Path:

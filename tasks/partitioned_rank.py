@@ -24,7 +24,7 @@ from tasks.comm import Mesh, TcpCommunicator
 from tasks.edges_io import _Signs, _unify_signs
 from tasks.errors import DeviceMemoryError, InputError, ValidationFailed
 from tasks.graph_tasks import _reported_total
-from tasks.partitioned_io import FOREST_RESULT, InputPlan, bfs_table, forest_table, merge_parts, read_share, write_part
+from tasks.partitioned_io import FOREST_RESULT, InputPlan, bfs_table, forest_table, merge_parts, read_share, write_parts
 
 log = logging.getLogger("graph.partitioned")
 
@@ -219,25 +219,22 @@ class _Rank:
         id_dtype = np.dtype(owned_ids.dtype)  # the plan's, or the type the ranks agreed on for uint64 ids
         id_type = pa.from_numpy_dtype(id_dtype)
         vertex = be.to_host(owned_ids)
+        tables = {}
         for (_, result), name in zip(searches, spec.bfs_results):
             has_parent = result.distance > 0  # sources and unreached vertices have none
             parents = fetch(comm, own, owned_ids, result.predecessor[has_parent])
             parent_ids = np.zeros(own.owned, dtype=id_dtype)
             parent_ids[be.to_host(has_parent)] = be.to_host(parents)
-            table = bfs_table(id_type, vertex, be.to_host(result.distance), parent_ids, be.to_host(has_parent))
-            write_part(table, staging, name, self.rank, spec.layout, spec.compression)
-        results = list(spec.bfs_results[:len(searches)])
+            tables[name] = bfs_table(id_type, vertex, be.to_host(result.distance), parent_ids, be.to_host(has_parent))
         if forest is not None:
             mine = forest.rows[(forest.rows >= row_offset) & (forest.rows < row_offset + src.shape[0])] - row_offset
             ends = fetch(comm, own, owned_ids, xp.concatenate([src[mine], dst[mine]]))
             k = int(mine.shape[0])
-            table = forest_table(id_type, pa.from_numpy_dtype(spec.plan.weight_dtype), be.to_host(ends[:k]),
-                                 be.to_host(ends[k:]), be.to_host(weight[mine]))
-            write_part(table, staging, FOREST_RESULT, self.rank, spec.layout, spec.compression)
-            results.append(FOREST_RESULT)
+            tables[FOREST_RESULT] = forest_table(id_type, pa.from_numpy_dtype(spec.plan.weight_dtype),
+                                                 be.to_host(ends[:k]), be.to_host(ends[k:]), be.to_host(weight[mine]))
+        write_parts(tables, staging, self.rank, spec.layout, spec.compression)
         if spec.layout == "file":
-            self._sum(1)  # every part is on disk before rank 0 reads them
-            if self.rank == 0:
-                for name in results:
-                    merge_parts(staging, name, spec.size, spec.compression)
+            self._sum(1)  # every part is on disk before any rank reads them
+            for name in list(tables)[self.rank::spec.size]:  # each result merged by one rank, all at once
+                merge_parts(staging, name, spec.size, spec.compression)
 
