@@ -8,7 +8,7 @@ sizes (a row group on a boundary is decoded by both neighbours). Values are chec
 read, by edges_io's per-row-group checks; an error names the file, the column and the row within
 that file. String ids are refused: the ranks renumber integer ids by hashing them.
 
-``Share`` encoding (host arrays): ``src``/``dst`` the ids in the plan's common integer dtype
+``Share`` encoding (arrays of the rank's backend): ``src``/``dst`` the ids in the plan's common integer dtype
 (int64 bit patterns while uint64 ids sit beside signed ones: ``signs`` then says, per row group,
 which ids only one of int64 and uint64 can hold, and the ranks agree on one type); ``weight``
 float32 when every file's weights are float16/32, else float64 (None without a weight column);
@@ -29,6 +29,7 @@ import dataclasses
 import os
 import shutil
 import socket
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.edges_io import (
-    DEFAULT_COMPRESSION, _Plan, _plan, _read_unit, _run_in_order, _signs, _Signs, _unit_ids, _unit_weights,
+    DEFAULT_COMPRESSION, _Plan, _plan, _read_unit, _run_in_order, _signs, _Signs, _unit_ids, _Uploader, _unit_weights,
     dataset_files, exchange_paths, remove_path, write_many,
 )
 from tasks.errors import InputError, OutputError
@@ -107,13 +108,19 @@ class Share:
         return int(self.src.shape[0])
 
 
-def read_share(plan: InputPlan, rank: int, size: int) -> Share:
-    """This rank's rows of the edge list, checked; row groups decoded by a pool of threads."""
+def read_share(plan: InputPlan, rank: int, size: int, xp=np) -> Share:
+    """This rank's rows of the edge list, checked, in arrays of the backend ``xp``: row groups
+    decoded by a pool of threads, each piece stored at its place in the share as it is decoded
+    (on a GPU through each thread's pinned buffers and stream, edges_io._Uploader), so no
+    whole-share host copy is made."""
     start, stop = plan.share(rank, size)
     footers = plan.footers
     ends = (plan.src_col, plan.dst_col)
     units = [u for u in footers.units if u.start < stop and u.start + u.rows > start]
     threads = max(1, min(len(os.sched_getaffinity(0)), len(units)))
+    src, dst = xp.empty(stop - start, dtype=footers.id_type), xp.empty(stop - start, dtype=footers.id_type)
+    weight = xp.empty(stop - start, dtype=footers.weight_type) if plan.weight_col else None
+    local = threading.local()
 
     def read(unit):
         table = _read_unit(unit, footers.columns, use_threads=len(units) < threads * 2)
@@ -123,21 +130,25 @@ def read_share(plan: InputPlan, rank: int, size: int) -> Share:
         piece = dataclasses.replace(unit, file_row=unit.file_row + lo - unit.start, start=lo, rows=hi - lo)
         ids = [_unit_ids(piece, table[c], c) for c in ends]
         found = [_signs(piece, c, v) for c, v in zip(ends, ids)] if footers.mixed_signs else []
-        ids = [v.view(np.int64) if footers.mixed_signs and v.dtype == np.uint64 else v.astype(footers.id_type)
-               for v in ids]
-        weight = None
-        if plan.weight_col:
-            weight = _unit_weights(piece, table[plan.weight_col], plan.weight_col, footers.weight_type)
-        return ids, weight, found
+        # ids of a uint64-beside-signed input stay 64-bit patterns until the ranks agree on a type
+        ids = [v.view(np.int64) if footers.mixed_signs and v.dtype == np.uint64 else v for v in ids]
+        stores = [(src, ids[0]), (dst, ids[1])]
+        if weight is not None:
+            stores.append((weight, _unit_weights(piece, table[plan.weight_col], plan.weight_col, footers.weight_type)))
+        del table
+        for column, (dest, values) in enumerate(stores):
+            if xp is np:
+                dest[lo - start:hi - start] = values
+            else:
+                uploader = getattr(local, "uploader", None) or _Uploader(xp)
+                local.uploader = uploader
+                uploader.put(column, dest, lo - start, values)
+        return found
 
-    pieces = _run_in_order(read, units, threads)
-    src, dst = ([p[0][k] for p in pieces] for k in (0, 1))
-    empty = np.empty(0, dtype=footers.id_type)
-    weight = None
-    if plan.weight_col:
-        weight = np.concatenate([p[1] for p in pieces]) if pieces else np.empty(0, dtype=footers.weight_type)
-    return Share(np.concatenate(src) if src else empty, np.concatenate(dst) if dst else empty, weight, start,
-                 [s for p in pieces for s in p[2]])
+    found = _run_in_order(read, units, threads)
+    if xp is not np:
+        xp.cuda.Device().synchronize()  # every reading thread's last uploads
+    return Share(src, dst, weight, start, [s for f in found for s in f])
 
 
 def bfs_schema(id_type: pa.DataType) -> pa.Schema:

@@ -108,14 +108,13 @@ class _Rank:
         spec, comm = self.spec, self.comm
         plan = spec.plan
         started = time.perf_counter()
-        share = read_share(plan, self.rank, spec.size)
+        share = read_share(plan, self.rank, spec.size, self.xp)
         if plan.footers.mixed_signs:
             unified = self._unify_signs(share.signs)
             share.src, share.dst = share.src.view(unified), share.dst.view(unified)
         self._phase("read", started, "load")
         started = time.perf_counter()
-        src, dst = be.to_backend(share.src, spec.backend), be.to_backend(share.dst, spec.backend)
-        weight = be.to_backend(share.weight, spec.backend)
+        src, dst, weight = share.src, share.dst, share.weight
         try:
             src, dst, owned_ids, own = renumber_partitioned(comm, src, dst)
         except ValueError as exc:
