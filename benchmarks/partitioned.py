@@ -110,7 +110,8 @@ def main(argv=None) -> int:
             record = {**base, "load_average": [round(x, 2) for x in os.getloadavg()], "partitions": count, "gpus": count if backend == "cupy" else 0,
                       "edges": summary["edges"], "vertices": summary["vertices"], "seconds": round(seconds, 3),
                       "stages": {k: v for k, v in summary.items() if k.endswith("_seconds")},
-                      "levels": summary["levels"], "gteps": summary["gteps"],
+                      "levels": summary["levels"], "steps": summary["steps"][0],
+                      "level_times": summary["level_times"][0], "gteps": summary["gteps"],
                       "msf_edges_per_second": summary["edges_per_second"], "forest_edges": summary["forest_edges"],
                       "rounds": summary["rounds"], "validated": True,
                       "identical_to_partitions": counts[0] if identical else None}

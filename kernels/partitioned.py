@@ -30,6 +30,7 @@ Encodings:
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,6 +79,7 @@ class PartitionedBFS:
     predecessor: object  # int32 [owned], global dense ids
     levels: int
     steps: list = field(default_factory=list)
+    level_times: list = field(default_factory=list)  # each level's wall time on this rank, exchanges included
 
 
 @dataclass
@@ -281,7 +283,8 @@ def bfs_partitioned(comm, g: LocalGraph, sources, depth_limit: int | None = None
     out_degree = g.out.indptr[1:] - g.out.indptr[:-1]
     arcs = int(out_degree[mine].sum())  # the frontier's out-arcs on this rank
     unvisited_arcs = int(out_degree.sum()) - arcs
-    frontier, level, steps, bottom_up = mine, 0, [], False
+    frontier, level, steps, seconds, bottom_up = mine, 0, [], [], False
+    started = time.perf_counter()
     while True:
         stats = comm.allreduce(xp.asarray([frontier.shape[0], arcs, unvisited_arcs], dtype=np.int64), "sum")
         size, frontier_arcs, unvisited = (int(s) for s in to_host(stats))
@@ -297,9 +300,11 @@ def bfs_partitioned(comm, g: LocalGraph, sources, depth_limit: int | None = None
         frontier = step(comm, g, frontier, distance, predecessor, level)
         steps.append("bottom-up" if bottom_up else "top-down")
         level += 1
-        arcs = int(out_degree[frontier].sum())
+        arcs = int(out_degree[frontier].sum())  # waits for the step
         unvisited_arcs -= arcs
-    return PartitionedBFS(distance, predecessor, level, steps)
+        seconds.append(time.perf_counter() - started)
+        started = time.perf_counter()
+    return PartitionedBFS(distance, predecessor, level, steps, [round(t, 6) for t in seconds])
 
 
 def msf_partitioned(comm, src, dst, weight, n: int, row_offset: int, on_stage=None) -> PartitionedForest:
