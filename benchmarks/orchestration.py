@@ -14,7 +14,9 @@ written at once), then:
 - flow (input compressions named by --flows): `pipeline_flow` on a cluster it starts itself
   (what a CLI run or a deployment without --dask-address does), and on a cluster started
   beforehand and warmed by one run (repeated runs with --dask-address). The seconds the flow
-  spends outside its stages (task hand-offs, cluster start) are recorded as the gap.
+  spends outside its stages (task hand-offs, cluster start) are recorded as the gap, the
+  task runs' start and end as the timeline, and the seconds before the flow run's start and
+  after its end (creating the run; the task runner's exit, the cluster's close) apart.
 The Prefect server is the one PREFECT_API_URL names; start one first (one server for the flow
 and its Dask workers). Appends one record per input compression to FILE.
 """
@@ -145,9 +147,12 @@ def plain_read_seconds(path: str) -> float:
     return best
 
 
-def task_timeline(flow_run_id) -> list:
+def task_timeline(flow_run_id, called: float | None = None, returned: float | None = None) -> tuple[list, dict]:
     """[task run name, start, end] in seconds from the flow run's start, in order of start: where
-    a flow's time goes between its tasks (from the Prefect server's record of the run)."""
+    a flow's time goes between its tasks (from the Prefect server's record of the run); and,
+    given when the caller called the flow and got its state back (time.time()), the seconds
+    spent outside the run: before its start (the run's creation) and after its end (the task
+    runner's exit, the return)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
@@ -158,7 +163,11 @@ def task_timeline(flow_run_id) -> list:
     rows = [[t.name, round((t.start_time - origin).total_seconds(), 3), round((t.end_time - origin).total_seconds(), 3)]
             for t in tasks if t.start_time and t.end_time]
     end = round((run.end_time - origin).total_seconds(), 3)
-    return sorted(rows, key=lambda r: r[1]) + [["flow end", end, end]]
+    outside = {}
+    if called is not None and returned is not None:
+        outside = {"before_start": round(origin.timestamp() - called, 3),
+                   "after_end": round(returned - run.end_time.timestamp(), 3)}
+    return sorted(rows, key=lambda r: r[1]) + [["flow end", end, end]], outside
 
 
 def flow_records(path: str, source_id: int, work: Path, backend: str, runner: str) -> dict:
@@ -168,7 +177,7 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     def timed_flow(task_runner_, output):
-        started = time.perf_counter()
+        called, started = time.time(), time.perf_counter()
         # as the command line runs a flow: without the heartbeat, whose thread the end of a run
         # waits for (up to a second)
         with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
@@ -176,7 +185,7 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
                 path, source=[str(source_id)], output=str(work / output), backend=backend, return_state=True)
         seconds = time.perf_counter() - started
         summary = state.result()
-        summary["timeline"] = task_timeline(state.state_details.flow_run_id)
+        summary["timeline"], summary["outside"] = task_timeline(state.state_details.flow_run_id, called, called + seconds)
         return summary, seconds
 
     def stages(summary):
@@ -187,7 +196,7 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
 
     summary, seconds = timed_flow(task_runner(runner), "flow")
     record = {"flow_seconds": round(seconds, 3), "flow_stages": stages(summary), "flow_gap_seconds": gap(summary, seconds),
-              "flow_timeline": summary["timeline"]}
+              "flow_timeline": summary["timeline"], "flow_outside_run_seconds": summary["outside"]}
     if runner == "dask":
         with local_cluster() as cluster:
             timed_flow(task_runner(address=cluster.scheduler_address), "flow-warm-up")
@@ -195,7 +204,8 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
         record.update(flow_running_cluster_seconds=round(warm_seconds, 3),
                       flow_running_cluster_stages=stages(warm),
                       flow_running_cluster_gap_seconds=gap(warm, warm_seconds),
-                      flow_running_cluster_timeline=warm["timeline"])
+                      flow_running_cluster_timeline=warm["timeline"],
+                      flow_running_cluster_outside_run_seconds=warm["outside"])
     # same answers (GPU predecessors may differ: any valid parent is a valid answer)
     assert pq.read_table(work / "flow" / "mst_edges.parquet").equals(pq.read_table(work / "bare" / "mst_edges.parquet"))
     assert pq.read_table(work / "flow" / "bfs_distances.parquet")["distance"].equals(

@@ -19,6 +19,8 @@ runs one rank per worker of the flow's Dask cluster.
 
 A Dask runner's task runs reuse their worker thread's Prefect settings and API client
 (flows/dask_runner.py): rebuilt for every task run, they cost each hop between tasks ~0.1-0.2 s.
+A cluster of this machine's workers import the task modules as they start (flows/worker_start.py),
+and one that a flow run started is closed without waiting for its worker processes' teardown.
 prefect_dask and distributed are imported only when a Dask runner is asked for: they cost about
 half a second of every command's start.
 """
@@ -63,8 +65,13 @@ def local_cluster(**kwargs):
     # the workers report task runs to the server this flow run uses: without PREFECT_API_URL
     # each worker process would start a temporary server of its own. NVLink multicast stays
     # off for the NCCL communicators of partitioned runs (the ranks also set it themselves).
-    kwargs.setdefault("env", {"PREFECT_API_URL": _api_url(), "NCCL_NVLS_ENABLE": "0"})
-    if be.resolve() == "cupy":
+    gpu = be.resolve() == "cupy"
+    kwargs.setdefault("env", {"PREFECT_API_URL": _api_url(), "NCCL_NVLS_ENABLE": "0",
+                              "GRAPH_WORKER_GPU": "1" if gpu else "0"})
+    # each worker imports the task modules (and creates its CUDA context) as it starts, not
+    # in the first task (flows/worker_start.py)
+    kwargs.setdefault("preload", ["flows.worker_start"])
+    if gpu:
         from dask_cuda import LocalCUDACluster
 
         # Dask's own messages are small: TCP, whatever UCX may offer; the ranks' data goes

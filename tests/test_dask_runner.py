@@ -58,3 +58,36 @@ def test_task_runs_on_one_worker_thread_see_their_own_flows_settings_and_reach_t
                 break
             time.sleep(0.5)
     assert logged == set(task_run_ids)
+
+
+@flow(persist_result=False)
+def one_report(label: str) -> tuple:
+    return report.submit(label).result()
+
+
+def test_a_cluster_the_flow_run_starts_is_closed_at_once_with_its_workers_logs_sent_and_no_process_left(monkeypatch):
+    """The run's own cluster is closed without its workers' interpreter teardown
+    (flows/dask_runner.py): what they logged still reaches the server, the run is Completed, and
+    no worker process outlives the flow call."""
+    import psutil
+
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
+    monkeypatch.setenv("GRAPH_BACKEND", "numpy")
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    state = one_report.with_options(task_runner=task_runner("dask"))("own-cluster", return_state=True)
+    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()
+            and p.status() != psutil.STATUS_ZOMBIE]
+
+    assert state.is_completed()
+    assert left == []
+    task_run_id = state.result()[0]
+    with get_client(sync_client=True) as client:
+        deadline = time.monotonic() + 60  # the server stores what it was sent in batches
+        while True:
+            logs = client.read_logs(log_filter=LogFilter(task_run_id=LogFilterTaskRunId(any_=[task_run_id])))
+            if any(log.message == "reporting own-cluster" for log in logs) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(task_run_id=ArtifactFilterTaskRunId(any_=[task_run_id])))
+    assert any(log.message == "reporting own-cluster" for log in logs)
+    assert len(artifacts) == 1
