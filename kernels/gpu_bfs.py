@@ -124,13 +124,16 @@ def top_down_rank(out, frontier, lo: int, n: int, distance, predecessor, level: 
     another rank owns (int64 head << 32 | parent, global ids, in no particular order)."""
     owned = distance.shape[0]
     frontier = frontier.astype(cp.int32, copy=False)
+    starts = out.indptr[frontier]
+    offsets = cp.zeros(frontier.shape[0] + 1, dtype=cp.int64)  # exclusive prefix sum of the degrees
+    cp.cumsum(out.indptr[frontier + 1] - starts, out=offsets[1:])
     queue, queued = _rank_queue(owned)
     proposed = cp.zeros((n + 31) // 32, dtype=cp.uint32)
     remote = cp.empty(max(n - owned, 1), dtype=cp.int64)
     proposals = cp.zeros(1, dtype=cp.uint64)
-    gpu.launch("bfs_rank_top_down", frontier.shape[0] * 32, (
-        out.indptr, out.indices, frontier, np.int32(frontier.shape[0]), np.int32(lo), np.int32(owned), distance,
-        predecessor, np.int32(level), proposed, queue, queued, remote, proposals), threads=BFS_THREADS)
+    gpu.launch("bfs_rank_top_down", int(offsets[-1]), (
+        out.indptr, out.indices, frontier, np.int32(frontier.shape[0]), offsets, np.int32(lo), np.int32(owned),
+        distance, predecessor, np.int32(level), proposed, queue, queued, remote, proposals), threads=BFS_THREADS)
     counts = cp.concatenate([queued, proposals]).get()
     return queue[: int(counts[0])], remote[: int(counts[1])]
 

@@ -552,32 +552,38 @@ bfs_rank_bottom_up(const i64* in_ptr, const int* in_idx, int owned, const unsign
     }
 }
 
-// One top-down step of a partitioned search, expansion (encodings as bfs_rank_bottom_up). A warp
-// per frontier vertex (local id) walks its out-row 32 arcs at a time, so a hub does not hold one
-// thread. A head this rank owns is claimed at once (atomicCAS on its distance) and queued; a
-// head another rank owns is proposed once per level, by the thread that sets its bit in
-// `proposed` (a bitmap over all n, zeroed per level), as head << 32 | parent in `remote`.
+// One top-down step of a partitioned search, expansion (encodings as bfs_rank_bottom_up). One
+// thread per arc of the frontier: `offsets` (count + 1 entries) is the exclusive prefix sum of
+// the frontier vertices' out-degrees, and a thread finds its arc's vertex by binary search, so
+// a hub's million arcs spread over the whole GPU instead of one warp. A head this rank owns is
+// claimed at once (atomicCAS on its distance) and queued; a head another rank owns is proposed
+// once per level, by the thread that sets its bit in `proposed` (a bitmap over all n, zeroed per
+// level), as head << 32 | parent in `remote`.
 __global__ void __launch_bounds__(BFS_THREADS)
-bfs_rank_top_down(const i64* out_ptr, const int* out_idx, const int* frontier, int count, int lo, int owned,
-                  int* dist, int* pred, int level, unsigned* proposed, int* queue, u64* queued, i64* remote,
-                  u64* proposals) {
-    const int lane = lane_id();
-    for (i64 f = thread_index() >> 5; f < count; f += thread_count() >> 5) {
-        int u = frontier[f];
+bfs_rank_top_down(const i64* out_ptr, const int* out_idx, const int* frontier, int count, const i64* offsets,
+                  int lo, int owned, int* dist, int* pred, int level, unsigned* proposed, int* queue, u64* queued,
+                  i64* remote, u64* proposals) {
+    const i64 total = offsets[count];
+    for (i64 i = thread_index(); i < total; i += thread_count()) {
+        int first = 0, past = count;  // offsets[first] <= i < offsets[past]
+        while (past - first > 1) {
+            int mid = (first + past) >> 1;
+            if (offsets[mid] <= i) first = mid;
+            else past = mid;
+        }
+        int u = frontier[first];
+        int v = out_idx[out_ptr[u] + (i - offsets[first])];
         int parent = lo + u;
-        for (i64 a = out_ptr[u] + lane, end = out_ptr[u + 1]; a < end; a += 32) {
-            int v = out_idx[a];
-            int local = v - lo;
-            if (local >= 0 && local < owned) {
-                if (dist[local] < 0 && atomicCAS(&dist[local], -1, level + 1) == -1) {
-                    pred[local] = parent;
-                    queue[coalesced_append(queued)] = local;
-                }
-            } else {
-                unsigned bit = 1u << (v & 31);
-                if (!(proposed[v >> 5] & bit) && !(atomicOr(&proposed[v >> 5], bit) & bit))
-                    remote[coalesced_append(proposals)] = ((i64)v << 32) | (unsigned)parent;
+        int local = v - lo;
+        if (local >= 0 && local < owned) {
+            if (dist[local] < 0 && atomicCAS(&dist[local], -1, level + 1) == -1) {
+                pred[local] = parent;
+                queue[coalesced_append(queued)] = local;
             }
+        } else {
+            unsigned bit = 1u << (v & 31);
+            if (!(proposed[v >> 5] & bit) && !(atomicOr(&proposed[v >> 5], bit) & bit))
+                remote[coalesced_append(proposals)] = ((i64)v << 32) | (unsigned)parent;
         }
     }
 }
