@@ -37,8 +37,12 @@ _TYPES = {
 }
 _OPS = {"sum": nccl.NCCL_SUM, "max": nccl.NCCL_MAX, "min": nccl.NCCL_MIN}
 # a collective first spins this many polls of its stream (tiny per-level reductions finish in
-# microseconds), then sleeps between polls, up to POLL_MAX seconds
+# microseconds), then sleeps between polls: at most POLL_SHORT seconds while the wait is younger
+# than SHORT_WAIT (a BFS level's kernel and exchange take about a millisecond, and a doubling
+# sleep would overshoot them by as much), then up to POLL_MAX
 SPIN_POLLS = 200
+POLL_SHORT = 5e-5
+SHORT_WAIT = 0.05
 POLL_MAX = 0.002
 WATCH_SECONDS = 0.05  # how often a waiting rank looks at the mesh and NCCL's error state
 
@@ -97,15 +101,15 @@ class NcclCommunicator:
         """Wait for the current stream, watching peers and the clock; abort on failure."""
         stream = cp.cuda.get_current_stream()
         polls, pause = 0, 1e-5
-        deadline = time.monotonic() + self.timeout
-        watched = time.monotonic()
+        began = watched = time.monotonic()
+        deadline = began + self.timeout
         while not stream.done:
             polls += 1
             if polls < SPIN_POLLS:
                 continue
             time.sleep(pause)
-            pause = min(pause * 2, POLL_MAX)
             now = time.monotonic()
+            pause = min(pause * 2, POLL_SHORT if now - began < SHORT_WAIT else POLL_MAX)
             if now - watched >= WATCH_SECONDS:
                 watched = now
                 try:
