@@ -112,7 +112,8 @@ def main(argv=None) -> int:
                       "stages": {k: v for k, v in summary.items() if k.endswith("_seconds")},
                       "levels": summary["levels"], "steps": summary["steps"][0],
                       "level_times": summary["level_times"][0], "gteps": summary["gteps"],
-                      "msf_edges_per_second": summary["edges_per_second"], "forest_edges": summary["forest_edges"],
+                      "msf_edges_per_second": summary["edges_per_second"], "msf_stage_times": summary["msf_stage_times"],
+                      "forest_edges": summary["forest_edges"],
                       "rounds": summary["rounds"], "validated": True,
                       "identical_to_partitions": counts[0] if identical else None}
             if bare_seconds:

@@ -88,6 +88,7 @@ class PartitionedForest:
     components: int
     rounds: int  # Boruvka rounds: the most any rank ran, local forest and merges together
     merges: int  # pairwise merge steps (ceil(log2(size)))
+    stage_times: list = field(default_factory=list)  # [stage, seconds] on this rank, in order
 
 
 def _counts_by_owner(xp, sorted_ids, bounds):
@@ -307,23 +308,28 @@ def bfs_partitioned(comm, g: LocalGraph, sources, depth_limit: int | None = None
     return PartitionedBFS(distance, predecessor, level, steps, [round(t, 6) for t in seconds])
 
 
-def msf_partitioned(comm, src, dst, weight, n: int, row_offset: int, on_stage=None) -> PartitionedForest:
+def msf_partitioned(comm, src, dst, weight, n: int, row_offset: int) -> PartitionedForest:
     """Minimum spanning forest by local filtering. Each rank takes the forest of its own share of
     the edges; an edge left out is the heaviest on a cycle of its share, hence (cycle property)
     outside the global forest, under the same total order (weight, input row). The local
     forests are then merged pairwise in a tree: in step k rank r + 2^k sends its forest to rank
     r (r a multiple of 2^(k+1)), which keeps the forest of the union. Rows of a lower rank come
     first, so a forest's edge index order is input row order and the kernel's tie rule (lower
-    index wins) is the global one. ``on_stage(name)`` is called after the local forest and after
-    each merge."""
+    index wins) is the global one. Each stage's wall time on this rank goes in ``stage_times``."""
     xp = array_module(src)
+    times, started = [], time.perf_counter()
+
+    def stage(name):
+        nonlocal started
+        times.append([name, round(time.perf_counter() - started, 6)])
+        started = time.perf_counter()
+
     local = minimum_spanning_forest(EdgeList(src, dst, weight, n))
     chosen = local.edges
     ends = (src[chosen].astype(np.int64) << 32) | dst[chosen].astype(np.int64)
     weights, rows = weight[chosen], chosen + row_offset
     rounds, merges, step = local.rounds, 0, 1
-    if on_stage is not None:
-        on_stage("local forest")
+    stage("local forest")
     while step < comm.size:
         sends = comm.rank % (2 * step) == step
         counts = np.zeros(comm.size, dtype=np.int64)
@@ -344,8 +350,9 @@ def msf_partitioned(comm, src, dst, weight, n: int, row_offset: int, on_stage=No
             rounds += merged.rounds
         step *= 2
         merges += 1
-        if on_stage is not None:
-            on_stage(f"merge {merges}")
+        stage(f"merge {merges}")
     rows = comm.broadcast(rows, 0)
     rounds = int(to_host(comm.allreduce(xp.asarray([rounds], dtype=np.int64), "max"))[0])
-    return PartitionedForest(rows=rows, components=n - int(rows.shape[0]), rounds=rounds, merges=merges)
+    stage("broadcast")
+    return PartitionedForest(rows=rows, components=n - int(rows.shape[0]), rounds=rounds, merges=merges,
+                             stage_times=times)

@@ -206,6 +206,7 @@ class _Rank:
             weights, _ = comm.allgatherv(weight[chosen])
             self.summary.update(msf_validation=report, forest_edges=int(forest.rows.shape[0]),
                                 components=forest.components, rounds=forest.rounds, merges=forest.merges,
+                                msf_stage_times=forest.stage_times,
                                 forest_weight=_reported_total(weights))
             msf_seconds = self.seconds.get("msf", 0.0)
             self.summary["edges_per_second"] = round(spec.plan.rows / msf_seconds) if msf_seconds > 0 else None
