@@ -689,6 +689,16 @@ def _umask() -> int:
 # smaller files for archiving; `--compression` chooses.
 COMPRESSIONS = ("snappy", "zstd", "lz4", "gzip", "none")
 DEFAULT_COMPRESSION = "snappy"
+# Result columns of vertex ids (one distinct value per row in bfs_distances, nearly so in
+# mst_edges) are written without dictionary encoding: the writer would build a dictionary for
+# each column chunk and drop it once it overflows, ~20% of the write for nothing (measured with
+# 8 M rows on a 2-core VM: 0.62 s with every column dictionary-encoded, 0.49 s without the ids,
+# and the file 5% smaller). Distances and weights keep it: few distinct values shrink well.
+ID_RESULT_COLUMNS = ("vertex", "predecessor", "src", "dst")
+
+
+def dictionary_columns(schema: pa.Schema) -> list[str]:
+    return [name for name in schema.names if name not in ID_RESULT_COLUMNS]
 
 
 _RENAME_EXCHANGE = 2
@@ -734,7 +744,7 @@ def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPR
     os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; a result is as readable as the umask says
     os.close(fd)
     try:
-        pq.write_table(table, tmp, compression=compression)
+        pq.write_table(table, tmp, compression=compression, use_dictionary=dictionary_columns(table.schema))
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         stopping.check(f"publishing {target}")

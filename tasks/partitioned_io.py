@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 
 from tasks.edges_io import (
     DEFAULT_COMPRESSION, _Plan, _plan, _read_unit, _run_in_order, _signs, _Signs, _unit_ids, _Uploader, _unit_weights,
-    dataset_files, exchange_paths, remove_path, write_many,
+    dataset_files, dictionary_columns, exchange_paths, remove_path, write_many,
 )
 from tasks.errors import InputError, OutputError
 
@@ -218,7 +218,8 @@ def merge_parts(staging: Path, result: str, size: int, compression: str = DEFAUL
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         schema = pq.read_schema(parts[0])
-        with pq.ParquetWriter(target, schema, compression=compression) as writer:
+        with pq.ParquetWriter(target, schema, compression=compression,
+                              use_dictionary=dictionary_columns(schema)) as writer:
             for part in parts:
                 reader = pq.ParquetFile(part)
                 for g in range(reader.metadata.num_row_groups):

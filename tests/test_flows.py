@@ -86,6 +86,14 @@ def test_pipeline_cli_on_real_graph_matches_scipy(tmp_path, capsys, name):
     total, count = scipy_msf_weight(ids.size, si, di, w)
     assert forest.num_rows == count
     assert sum(forest["weight"].to_pylist()) == pytest.approx(total)
+    # id columns are written without a dictionary (one distinct value per row: the dictionary
+    # would only be built and dropped); distances and weights keep theirs
+    for result, plain, coded in (("bfs_distances", ("vertex", "predecessor"), ("distance",)),
+                                 ("mst_edges", ("src", "dst"), ("weight",))):
+        group = pq.ParquetFile(tmp_path / f"{result}.parquet").metadata.row_group(0)
+        encodings = {group.column(k).path_in_schema: group.column(k).encodings for k in range(group.num_columns)}
+        assert all("RLE_DICTIONARY" not in encodings[c] for c in plain), encodings
+        assert all("RLE_DICTIONARY" in encodings[c] for c in coded), encodings
 
 
 def test_directed_depth_limited_bfs_and_unreached_nulls(tmp_path, capsys):
