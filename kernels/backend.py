@@ -127,12 +127,3 @@ def device_memory_free() -> int:
     free = cupy.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
     limit = pool.get_limit()
     return min(free, limit - pool.used_bytes()) if limit else free
-
-
-def segment_owner(counts):
-    """For segments of the given lengths laid end to end, the segment of every position
-    (np.repeat(arange(len(counts)), counts), which CuPy's repeat cannot do)."""
-    xp = array_module(counts)
-    ends = xp.cumsum(counts)
-    total = int(ends[-1]) if counts.shape[0] else 0
-    return xp.searchsorted(ends, xp.arange(total), side="right")

@@ -59,7 +59,7 @@ def _ignore(*_):
     pass
 
 
-def _expand_ranges(starts, counts):
+def expand_ranges(starts, counts):
     """Positions starts[i] + 0..counts[i]-1 for every i, concatenated, and the owner i of each."""
     total = int(counts.sum())
     owner = np.repeat(np.arange(counts.shape[0]), counts)
@@ -71,7 +71,7 @@ def _expand_ranges(starts, counts):
 def _top_down(out, frontier, distance, predecessor, claim, level):
     indptr, indices = out.indptr, out.indices
     starts = indptr[frontier]
-    pos, owner = _expand_ranges(starts, indptr[frontier + 1] - starts)
+    pos, owner = expand_ranges(starts, indptr[frontier + 1] - starts)
     nbr = indices[pos]
     fresh = distance[nbr] < 0
     nbr, parent = nbr[fresh], frontier[owner[fresh]]
@@ -106,7 +106,7 @@ def bottom_up_parents(indptr, indices, candidates, in_frontier):
         more = ~hit & (count > k + 1)
         cand, start, count = cand[more], start[more], count[more]
     if cand.shape[0]:
-        pos, owner = _expand_ranges(start + PROBES, count - PROBES)
+        pos, owner = expand_ranges(start + PROBES, count - PROBES)
         nb = indices[pos]
         hit = np.flatnonzero(in_frontier[nb])
         who = owner[hit]

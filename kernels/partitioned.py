@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernels.backend import array_module, is_gpu, scatter_add, segment_owner, to_host
-from kernels.bfs import ALPHA, BETA, bottom_up_parents
+from kernels.backend import array_module, is_gpu, scatter_add, to_host
+from kernels.bfs import ALPHA, BETA, bottom_up_parents, expand_ranges
 from kernels.graph import CSR, MAX_VERTICES, EdgeList, build_csr, renumber
 from kernels.msf import minimum_spanning_forest
 
@@ -193,21 +193,6 @@ def build_local_graph(comm, own: Ownership, src, dst, directed: bool) -> LocalGr
     return LocalGraph(both, both, own, False)
 
 
-def _scan(indices, starts, counts):
-    """indices[starts[i] : starts[i] + counts[i]] for every i, concatenated, and each one's i."""
-    xp = array_module(indices)
-    which = np.repeat(np.arange(counts.shape[0]), counts) if xp is np else segment_owner(counts)
-    first = xp.cumsum(counts) - counts
-    pos = xp.arange(which.shape[0], dtype=np.int64) - first[which] + starts[which]
-    return indices[pos], which
-
-
-def _expand(csr: CSR, rows):
-    """Every entry of the given CSR rows, in row order, and the position in ``rows`` of its row."""
-    starts = csr.indptr[rows]
-    return _scan(csr.indices, starts, csr.indptr[rows + 1] - starts)
-
-
 def _top_down(comm, g: LocalGraph, frontier, distance, predecessor, level):
     """Owner-routed top-down step: each rank proposes (vertex, parent) for the unvisited
     neighbours of its frontier to their owners; an owner takes the first proposal per vertex in
@@ -222,20 +207,23 @@ def _top_down(comm, g: LocalGraph, frontier, distance, predecessor, level):
         remote = xp.sort(remote)  # by head: grouped by owner
         proposals, _ = comm.alltoallv(remote, _counts_by_owner(xp, (remote >> 32).astype(np.int32), own.bounds))
         return xp.concatenate([found, accept_rank(proposals, own.lo, distance, predecessor, level)])
-    heads, which = _expand(g.out, frontier)
+    # the host's step (NumPy)
+    starts = g.out.indptr[frontier]
+    pos, which = expand_ranges(starts, g.out.indptr[frontier + 1] - starts)
+    heads = g.out.indices[pos]
     parents = (frontier[which] + own.lo).astype(np.int32)
     local = (heads >= own.lo) & (heads < own.hi)
     if own.owned:  # a local head already visited needs no message
-        seen = local & (distance[xp.where(local, heads - own.lo, 0)] >= 0)
+        seen = local & (distance[np.where(local, heads - own.lo, 0)] >= 0)
         heads, parents = heads[~seen], parents[~seen]
-    heads, first = xp.unique(heads, return_index=True)  # ascending: grouped by owner
+    heads, first = np.unique(heads, return_index=True)  # ascending: grouped by owner
     packed = (heads.astype(np.int64) << 32) | parents[first].astype(np.int64)
-    proposals, _ = comm.alltoallv(packed, _counts_by_owner(xp, heads, own.bounds))
+    proposals, _ = comm.alltoallv(packed, _counts_by_owner(np, heads, own.bounds))
     vertex = (proposals >> 32) - own.lo
     parent = (proposals & 0xFFFFFFFF).astype(np.int32)
     fresh = distance[vertex] < 0
     vertex, parent = vertex[fresh], parent[fresh]
-    found, first = xp.unique(vertex, return_index=True)
+    found, first = np.unique(vertex, return_index=True)
     distance[found] = level + 1
     predecessor[found] = parent[first]
     return found
