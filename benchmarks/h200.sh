@@ -39,11 +39,14 @@ if [[ $what == big || $what == all ]]; then
   rm -rf /tmp/orchestration26
 fi
 if [[ $what == partitioned ]]; then
-  # every GPU of the machine: the two-GPU tests, then one and two partitions at Kron-24
-  timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_partitioned_gpu.py 2>&1 | tee "$out/pytest-partitioned.log" | tail -5
+  # every GPU of the machine: the two-GPU tests, then Kron-26 on two partitions against the
+  # one-GPU recipe in the same process (the scale of the goals)
+  timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_partitioned_gpu.py tests/test_partitioned_kernels.py 2>&1 \
+    | tee "$out/pytest-partitioned.log" | tail -5
   server
-  timeout 400 python3 -m benchmarks.partitioned --graph kron:24 --partitions 1,2 --bare \
+  timeout 400 python3 -m benchmarks.partitioned --graph kron:26 --partitions 2 --bare --workdir /tmp/partitioned26 \
     --json "$out/h200x2-$(date +%F).json" 2>&1 | grep -v "distributed\." | tee "$out/partitioned.log" | tail -40
+  rm -rf /tmp/partitioned26
 fi
 if [[ $what == kernels || $what == all ]]; then
   # BFS against the SpMV BFS at each scale in the same process; high-diameter graphs; CSR and
