@@ -15,6 +15,10 @@ It uses Prefect's context variables, its task engine's entry points and prefect_
 as they are in the versions pyproject.toml pins (prefect 3.9, prefect-dask 0.3);
 tests/test_dask_runner.py and tests/test_dask.py check it against them.
 
+A cluster the runner starts itself (not one given by address or as an object, nor one found
+through the process's Dask client) is closed fast: its workers first send the logs and events
+Prefect still holds, then leave without the interpreter's teardown (``__exit__``).
+
 Imported only when a Dask runner is asked for (flows/runners.py): it imports prefect_dask.
 """
 from __future__ import annotations
@@ -158,7 +162,7 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
                 found = True
             except ValueError:
                 found = False
-            self._own_cluster = not found and not self.address
+            self._own_cluster = not found and not self.address and self._cluster is None
         return super().client
 
     def __exit__(self, *exc_info) -> None:
@@ -175,10 +179,13 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
         super().__exit__(*exc_info)
 
 
-def _leave_fast_after_sending_prefect_reports(timeout: float = 10) -> None:
+async def _leave_fast_after_sending_prefect_reports(timeout: float = 10) -> None:
     """On a worker of a cluster about to close: send the logs and events Prefect still holds,
-    then let the process end at once when it exits (os._exit as the first exit handler)."""
+    then let the process end at once when it exits (os._exit as the first exit handler).
+    A coroutine, so that Dask awaits it in the worker's event loop: there Prefect's drain_all
+    returns an awaitable, and only awaiting it waits for the sending."""
     import atexit
+    import inspect
     import os
     import sys
 
@@ -186,7 +193,9 @@ def _leave_fast_after_sending_prefect_reports(timeout: float = 10) -> None:
     from prefect.logging.handlers import APILogWorker
 
     for service in (APILogWorker, EventsWorker):
-        service.drain_all(timeout=timeout)
+        drained = service.drain_all(timeout=timeout)
+        if inspect.isawaitable(drained):
+            await drained
 
     def leave() -> None:
         for stream in (sys.stdout, sys.stderr):
