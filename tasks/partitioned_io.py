@@ -97,9 +97,9 @@ def check_integer_ids(plan: InputPlan) -> None:
 
 @dataclass
 class Share:
-    src: np.ndarray
-    dst: np.ndarray
-    weight: np.ndarray | None
+    src: object  # arrays of the rank's backend (NumPy or CuPy)
+    dst: object
+    weight: object | None
     row_offset: int
     signs: list[_Signs] = field(default_factory=list)
 
@@ -215,6 +215,8 @@ def merge_parts(staging: Path, result: str, size: int, compression: str = DEFAUL
     """One file from the ranks' parts of ``result``, in rank order, a row group at a time."""
     target = staging / result
     parts = [part_path(staging, result, r, "file") for r in range(size)]
+    if not staging.is_dir():  # the driver gave the run up and removed it: do not recreate it
+        raise OutputError(f"{staging}: the run's staging directory is gone (the run was cancelled)")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         schema = pq.read_schema(parts[0])
