@@ -233,7 +233,8 @@ def _frontier_everywhere(comm, own: Ownership, frontier):
     """The global frontier as a bitmap over all n vertices (uint32 words, bit v % 32 of word
     v // 32): each rank sets the bits of its own vertices in a zeroed bitmap and the ranks sum
     them. Bits of different ranks never coincide, so the sum is their union, also in the words
-    that two ranks' ranges share."""
+    that two ranks' ranges share. A frontier holds distinct vertices (every step returns each
+    vertex it found once), so no bit is added twice on one rank either."""
     xp = array_module(frontier)
     ids = frontier.astype(np.int64) + own.lo
     words = xp.zeros((own.n + 31) // 32, dtype=np.uint32)

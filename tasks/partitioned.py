@@ -68,7 +68,7 @@ def parse_partitions(value) -> int | str:
 def rank_bytes(plan: InputPlan, count: int, algorithms=("bfs", "msf"), directed: bool = False) -> int:
     """GPU bytes each of ``count`` ranks needs: the one-GPU footprint (kernels/footprint.py) of
     its share of the rows, with the whole graph's vertex bound (distances, parents and frontier
-    bitmaps of every vertex are gathered onto every rank). One rank: the one-GPU run's figure."""
+    bitmaps over every vertex are held by every rank). One rank: the one-GPU run's figure."""
     weight_bytes = plan.weight_dtype.itemsize if plan.weight_dtype is not None else 0
     return gpu_bytes(math.ceil(plan.rows / count), plan.footers.vertex_bound, weight_bytes, algorithms, directed)
 
