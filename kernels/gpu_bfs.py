@@ -13,6 +13,10 @@ VERTEX_PARALLEL_MAX_DEGREE arcs, edge-parallel otherwise (a hub would serialize 
 
 Tie rule on the GPU: a vertex takes whichever valid parent wins the race (Graph500's benign
 race); distances are deterministic, parents need not be.
+
+A partitioned search (kernels/partitioned.py) runs one step per launch on each rank instead:
+``bottom_up_rank``, ``top_down_rank`` and ``accept_rank`` drive the bfs_rank_* kernels, and the
+ranks exchange the frontier between levels.
 """
 from __future__ import annotations
 
