@@ -303,20 +303,24 @@ def _await_ranks(client, futures, workers) -> list[dict]:
     lost: dict[int, str] = {}
     failing_since = None
     while True:
-        for rank, future in enumerate(futures):
-            if future.status == "error" and rank not in errors:
-                errors[rank] = future.exception()
-            elif future.status == "cancelled" and rank not in errors:
-                lost[rank] = workers[rank]
-        if all(f.status == "finished" for f in futures):
+        # one snapshot per pass: statuses change under us (the client's thread), and a rank seen
+        # settled must have had its error collected, or a peer's "connection closed" would be
+        # reported in place of the error that closed it
+        statuses = [f.status for f in futures]
+        if all(s == "finished" for s in statuses):
             return client.gather(futures)
+        for rank, status in enumerate(statuses):
+            if status == "error" and rank not in errors:
+                errors[rank] = futures[rank].exception()
+            elif status == "cancelled" and rank not in errors:
+                lost[rank] = workers[rank]
         alive = set(client.scheduler_info()["workers"])
         for rank, w in enumerate(workers):
-            if w not in alive and futures[rank].status not in ("finished", "error"):
+            if w not in alive and statuses[rank] not in ("finished", "error"):
                 lost[rank] = w
         if errors or lost:
             failing_since = failing_since or time.monotonic()
-            settled = all(f.status in ("finished", "error") or r in lost for r, f in enumerate(futures))
+            settled = all(s in ("finished", "error") or r in lost for r, s in enumerate(statuses))
             if settled or time.monotonic() - failing_since > GRACE_SECONDS:
                 break
         time.sleep(POLL_SECONDS)

@@ -216,6 +216,44 @@ def test_a_bad_row_in_one_ranks_share_fails_the_run_with_that_rows_error(client,
     assert not (tmp_path / "out").exists()
 
 
+class _Rank:
+    """A rank's future as the driver sees it: its status moves on between two reads, as a Dask
+    future's does when the client's thread hears from the scheduler."""
+
+    def __init__(self, statuses, error=None):
+        self.statuses, self.error = list(statuses), error
+
+    @property
+    def status(self):
+        return self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+
+    def exception(self):
+        return self.error
+
+
+class _Scheduler:
+    def scheduler_info(self):
+        return {"workers": {"w0": {}, "w1": {}, "w2": {}}}
+
+    def cancel(self, futures):
+        pass
+
+
+def test_a_ranks_own_error_is_reported_when_it_settles_while_its_peers_errors_are_read():
+    """Rank 0 fails first with 'rank 2 closed its connection'; rank 2's input error lands while
+    the driver is still reading the others. The input error, not the peer's, is the run's."""
+    from tasks.comm import PeerLost
+    from tasks.partitioned import _await_ranks
+
+    cause = InputError("g.parquet: column 'dst' is null at row 249")
+    futures = [_Rank(["error"], PeerLost("rank 0: rank 2 closed its connection during alltoallv")),
+               _Rank(["pending", "error"], PeerLost("rank 1: connection to rank 2 failed")),
+               _Rank(["pending", "error"], cause)]
+    with pytest.raises(InputError) as raised:
+        _await_ranks(_Scheduler(), futures, ["w0", "w1", "w2"])
+    assert raised.value is cause
+
+
 def one_partition_tables(path: Path, sources: list[str]) -> dict:
     """What a one-partition run writes, from the same reader and kernels (tasks.graph_tasks)."""
     from tasks.graph_tasks import Timed, bfs_table, forest_table, prepare_input, resolve_sources
