@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 
 from tasks import stopping
 from tasks.errors import InputError, OutputError
+from tasks.parquet_concat import write_table_parallel
 
 # Dask starts its workers with OMP_NUM_THREADS=1, which Arrow takes as its thread count: Parquet
 # reads on a worker ran 2.3x slower than in a plain process (Kron-24, H200 host). Arrow gets the
@@ -684,21 +685,31 @@ def _umask() -> int:
 
 
 # Results are written with Snappy by default: on the H200 host, 16 M rows x 2 columns took 1.0 s
-# uncompressed, 1.1 s with Snappy and 2.1 s with zstd (a Parquet writer encodes on one core), and
+# uncompressed, 1.1 s with Snappy and 2.1 s with zstd (one Parquet writer, one core), and
 # Snappy files are about half the size of uncompressed ones and readable everywhere. zstd makes
 # smaller files for archiving; `--compression` chooses.
 COMPRESSIONS = ("snappy", "zstd", "lz4", "gzip", "none")
 DEFAULT_COMPRESSION = "snappy"
-# Result columns of vertex ids (one distinct value per row in bfs_distances, nearly so in
-# mst_edges) are written without dictionary encoding: the writer would build a dictionary for
-# each column chunk and drop it once it overflows, ~20% of the write for nothing (measured with
-# 8 M rows on a 2-core VM: 0.62 s with every column dictionary-encoded, 0.49 s without the ids,
-# and the file 5% smaller). Distances and weights keep it: few distinct values shrink well.
+# Dictionary encoding where it pays. Result columns of vertex ids (one distinct value per row in
+# bfs_distances, nearly so in mst_edges) never: the writer would build a dictionary for each
+# column chunk and drop it once it overflows, ~20% of the write for nothing (measured with 8 M
+# rows on a 2-core VM: 0.62 s with every column dictionary-encoded, 0.49 s without the ids, and
+# the file 5% smaller). Distances always (a few dozen values). Weights when a sample of them
+# repeats (unit or small integer weights shrink well); random real weights are all distinct,
+# and building their dictionary cost 25-40% of the forest's write (8 M rows, same VM).
 ID_RESULT_COLUMNS = ("vertex", "predecessor", "src", "dst")
+DICTIONARY_SAMPLE = 65536
 
 
-def dictionary_columns(schema: pa.Schema) -> list[str]:
-    return [name for name in schema.names if name not in ID_RESULT_COLUMNS]
+def dictionary_columns(table: pa.Table) -> list[str]:
+    chosen = []
+    for name in table.column_names:
+        if name in ID_RESULT_COLUMNS:
+            continue
+        sample = table[name].slice(0, DICTIONARY_SAMPLE)
+        if name != "weight" or len(sample) == 0 or 4 * len(pc.unique(sample)) <= len(sample):
+            chosen.append(name)
+    return chosen
 
 
 _RENAME_EXCHANGE = 2
@@ -738,13 +749,15 @@ def is_result_dataset(path: Path) -> bool:
                                  for e in entries)
 
 
-def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPRESSION) -> Path:
-    """Write ``table`` to ``target`` through a temporary file in the same directory + rename."""
+def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPRESSION, threads: int = 1) -> Path:
+    """Write ``table`` to ``target`` through a temporary file in the same directory + rename,
+    encoded on up to ``threads`` cores (tasks.parquet_concat.write_table_parallel)."""
     fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target), suffix=".tmp", dir=target.parent)
     os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; a result is as readable as the umask says
     os.close(fd)
     try:
-        pq.write_table(table, tmp, compression=compression, use_dictionary=dictionary_columns(table.schema))
+        write_table_parallel(table, tmp, threads, compression=compression,
+                             use_dictionary=dictionary_columns(table))
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         stopping.check(f"publishing {target}")
@@ -771,8 +784,9 @@ def _replace_dataset(new: Path, target: Path) -> None:
 
 
 def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEFAULT_COMPRESSION) -> list[Path]:
-    """Write result files (target path -> table), all at once: one thread per file, since a
-    Parquet writer encodes on one core and releases the GIL. Each lands whole or not at all."""
+    """Write result files (target path -> table), all at once, the cores shared out among them
+    (a Parquet writer encodes on one core and releases the GIL; each file is encoded in pieces,
+    one per core it gets). Each lands whole or not at all."""
     if compression not in COMPRESSIONS:
         raise OutputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
     targets = [Path(t) for t in tables]
@@ -780,13 +794,15 @@ def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEF
         prepare_output_dir(out)
         remove_stale_temporaries(out)
 
+    cores = len(os.sched_getaffinity(0))
+
     def write(target: Path, table: pa.Table) -> Path:
         try:
-            return write_atomic(table, target, compression)
+            return write_atomic(table, target, compression, threads=max(1, cores // len(targets)))
         except OSError as exc:
             raise OutputError(f"{target}: cannot write results ({exc.strerror or exc})") from None
 
     if len(targets) == 1:
         return [write(targets[0], next(iter(tables.values())))]
-    with ThreadPoolExecutor(max_workers=min(len(targets), len(os.sched_getaffinity(0)))) as pool:
+    with ThreadPoolExecutor(max_workers=min(len(targets), cores)) as pool:
         return list(pool.map(write, targets, tables.values()))

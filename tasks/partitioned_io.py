@@ -35,13 +35,13 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tasks.edges_io import (
     DEFAULT_COMPRESSION, _Plan, _plan, _read_unit, _run_in_order, _signs, _Signs, _unit_ids, _Uploader, _unit_weights,
-    dataset_files, dictionary_columns, exchange_paths, remove_path, write_many,
+    dataset_files, exchange_paths, remove_path, write_many,
 )
 from tasks.errors import InputError, OutputError
+from tasks.parquet_concat import concatenate_files
 
 LAYOUTS = ("file", "dataset")
 BFS_RESULT = "bfs_distances.parquet"
@@ -211,21 +211,16 @@ def write_parts(tables: dict[str, pa.Table], staging: Path, rank: int, layout: s
     return write_many({part_path(staging, result, rank, layout): t for result, t in tables.items()}, compression)
 
 
-def merge_parts(staging: Path, result: str, size: int, compression: str = DEFAULT_COMPRESSION) -> Path:
-    """One file from the ranks' parts of ``result``, in rank order, a row group at a time."""
+def merge_parts(staging: Path, result: str, size: int) -> Path:
+    """One file from the ranks' parts of ``result``, in rank order: their pages copied as they
+    were encoded, one footer over all (tasks.parquet_concat)."""
     target = staging / result
     parts = [part_path(staging, result, r, "file") for r in range(size)]
     if not staging.is_dir():  # the driver gave the run up and removed it: do not recreate it
         raise OutputError(f"{staging}: the run's staging directory is gone (the run was cancelled)")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        schema = pq.read_schema(parts[0])
-        with pq.ParquetWriter(target, schema, compression=compression,
-                              use_dictionary=dictionary_columns(schema)) as writer:
-            for part in parts:
-                reader = pq.ParquetFile(part)
-                for g in range(reader.metadata.num_row_groups):
-                    writer.write_table(reader.read_row_group(g))
+        concatenate_files(parts, target, threads=len(os.sched_getaffinity(0)))
         with open(target, "rb") as fh:
             os.fsync(fh.fileno())
     except OSError as exc:

@@ -237,5 +237,5 @@ class _Rank:
         if spec.layout == "file":
             self._sum(1)  # every part is on disk before any rank reads them
             for name in list(tables)[self.rank::spec.size]:  # each result merged by one rank, all at once
-                merge_parts(staging, name, spec.size, spec.compression)
+                merge_parts(staging, name, spec.size)
 

@@ -1,0 +1,357 @@
+"""One Parquet file from several, without decoding or re-encoding a page.
+
+A Parquet file is ``PAR1``, the row groups' pages, a footer (a Thrift FileMetaData, compact
+protocol), the footer's length and ``PAR1``. Pages hold no file positions; only the footer does.
+So files that share a schema concatenate by copying each one's pages as they are and writing one
+footer: their row groups in order, each position moved by where that file's pages now start.
+
+Two uses: a Parquet writer encodes on one core, so a large table is encoded in row-range pieces
+on all cores and the pieces concatenated (`write_table_parallel`); and a partitioned run's
+single-file result is its ranks' part files concatenated (`concatenate_files`), a copy rather
+than a second decode and encode.
+
+Pieces must not carry page indexes or bloom filters (pyarrow writes neither unless asked): those
+live among the pages and hold file positions of their own.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+MAGIC = b"PAR1"
+
+# Thrift compact protocol type codes (as they appear in field headers and list headers)
+_TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET, _MAP, _STRUCT = range(1, 13)
+
+# Field ids of the parquet-format structs touched here (parquet.thrift)
+_META_NUM_ROWS, _META_ROW_GROUPS, _META_SCHEMA, _META_KEY_VALUES = 3, 4, 2, 5
+_META_ENCRYPTION = (8, 9)
+_GROUP_COLUMNS, _GROUP_FILE_OFFSET, _GROUP_ORDINAL = 1, 5, 7
+_CHUNK_FILE_OFFSET, _CHUNK_META = 2, 3
+_CHUNK_PAGE_INDEX = (4, 6)  # offset_index_offset, column_index_offset
+_CHUNK_POSITIONS = (9, 10, 11)  # ColumnMetaData: data, index and dictionary page offsets
+_CHUNK_BLOOM_FILTER = 14
+
+
+class ParquetConcatError(ValueError):
+    """The files cannot be concatenated as they are (schemas differ, page indexes, encryption)."""
+
+
+# --- Thrift compact protocol, decoded into a tree that re-encodes to the same bytes ---------
+# A struct is a list of [field id, type, value]; a list or set is (element type, [values]); a
+# map is (key type, value type, [(key, value)]); booleans as struct fields carry their value in
+# the type (1 true, 2 false) and None as value.
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data, self.pos = data, 0
+
+    def byte(self) -> int:
+        b = self.data[self.pos]
+        self.pos += 1
+        return b
+
+    def varint(self) -> int:
+        shift = result = 0
+        while True:
+            b = self.byte()
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return result
+            shift += 7
+
+    def zigzag(self) -> int:
+        n = self.varint()
+        return (n >> 1) ^ -(n & 1)
+
+    def take(self, count: int) -> bytes:
+        chunk = self.data[self.pos:self.pos + count]
+        if len(chunk) != count:
+            raise ParquetConcatError("the footer ends inside a value")
+        self.pos += count
+        return chunk
+
+    def value(self, kind: int):
+        if kind in (_I16, _I32, _I64):
+            return self.zigzag()
+        if kind == _BINARY:
+            return self.take(self.varint())
+        if kind == _STRUCT:
+            return self.struct()
+        if kind in (_LIST, _SET):
+            head = self.byte()
+            size, element = head >> 4, head & 0x0F
+            if size == 15:
+                size = self.varint()
+            return element, [self.value(element) for _ in range(size)]
+        if kind == _MAP:
+            size = self.varint()
+            if size == 0:
+                return 0, 0, []
+            types = self.byte()
+            key, val = types >> 4, types & 0x0F
+            return key, val, [(self.value(key), self.value(val)) for _ in range(size)]
+        if kind == _DOUBLE:
+            return self.take(8)
+        if kind in (_BYTE, _TRUE, _FALSE):  # a boolean inside a list is one byte too
+            return self.byte()
+        raise ParquetConcatError(f"unknown Thrift type {kind} in the footer")
+
+    def struct(self) -> list:
+        fields, last = [], 0
+        while True:
+            head = self.byte()
+            if head == 0:
+                return fields
+            kind, delta = head & 0x0F, head >> 4
+            fid = last + delta if delta else self.zigzag()
+            fields.append([fid, kind, None if kind in (_TRUE, _FALSE) else self.value(kind)])
+            last = fid
+
+
+def _varint(out: bytearray, n: int) -> None:
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _zigzag(out: bytearray, n: int) -> None:
+    _varint(out, (n << 1) ^ (n >> 63))
+
+
+def _write_value(out: bytearray, kind: int, value) -> None:
+    if kind in (_I16, _I32, _I64):
+        _zigzag(out, value)
+    elif kind == _BINARY:
+        _varint(out, len(value))
+        out += value
+    elif kind == _STRUCT:
+        _write_struct(out, value)
+    elif kind in (_LIST, _SET):
+        element, items = value
+        if len(items) < 15:
+            out.append(len(items) << 4 | element)
+        else:
+            out.append(0xF0 | element)
+            _varint(out, len(items))
+        for item in items:
+            _write_value(out, element, item)
+    elif kind == _MAP:
+        key, val, items = value
+        _varint(out, len(items))
+        if items:
+            out.append(key << 4 | val)
+            for k, v in items:
+                _write_value(out, key, k)
+                _write_value(out, val, v)
+    elif kind == _DOUBLE:
+        out += value
+    else:  # _BYTE, or a boolean inside a list
+        out.append(value)
+
+
+def _write_struct(out: bytearray, fields: list) -> None:
+    last = 0
+    for fid, kind, value in fields:
+        if 0 < fid - last <= 15:
+            out.append((fid - last) << 4 | kind)
+        else:
+            out.append(kind)
+            _zigzag(out, fid)
+        if kind not in (_TRUE, _FALSE):
+            _write_value(out, kind, value)
+        last = fid
+    out.append(0)
+
+
+def decode_footer(footer: bytes) -> list:
+    return _Reader(footer).struct()
+
+
+def encode_footer(meta: list) -> bytes:
+    out = bytearray()
+    _write_struct(out, meta)
+    return bytes(out)
+
+
+def _field(fields: list, fid: int):
+    for entry in fields:
+        if entry[0] == fid:
+            return entry
+    return None
+
+
+# --- concatenation --------------------------------------------------------------------------
+
+def _footer_of(read_at, size: int, name: str) -> tuple[list, int]:
+    """(decoded footer, the length of the pages before it) of a file of ``size`` bytes, read
+    through ``read_at(offset, count)``."""
+    tail = read_at(size - 8, 8) if size >= 12 else b""
+    if tail[4:] != MAGIC or read_at(0, 4) != MAGIC:
+        raise ParquetConcatError(f"{name}: not a plain Parquet file (encrypted, or not Parquet)")
+    length = struct.unpack("<I", tail[:4])[0]
+    if length + 12 > size:
+        raise ParquetConcatError(f"{name}: its footer is longer than the file")
+    meta = decode_footer(read_at(size - 8 - length, length))
+    if any(_field(meta, f) for f in _META_ENCRYPTION):
+        raise ParquetConcatError(f"{name}: encrypted footers are not concatenated")
+    return meta, size - 8 - length - len(MAGIC)
+
+
+def _moved_row_groups(meta: list, shift: int, name: str) -> list:
+    """The row groups of one piece, their file positions moved by ``shift`` bytes."""
+    groups = _field(meta, _META_ROW_GROUPS)
+    for group in groups[2][1] if groups else []:
+        offset = _field(group, _GROUP_FILE_OFFSET)
+        if offset and offset[2]:
+            offset[2] += shift
+        for chunk in _field(group, _GROUP_COLUMNS)[2][1]:
+            if any(_field(chunk, f) for f in _CHUNK_PAGE_INDEX):
+                raise ParquetConcatError(f"{name}: has page indexes, which hold file positions")
+            offset = _field(chunk, _CHUNK_FILE_OFFSET)
+            if offset and offset[2]:  # deprecated; pyarrow writes 0, meaning none
+                offset[2] += shift
+            column = _field(chunk, _CHUNK_META)[2]
+            if _field(column, _CHUNK_BLOOM_FILTER):
+                raise ParquetConcatError(f"{name}: has bloom filters, which hold file positions")
+            for fid in _CHUNK_POSITIONS:
+                position = _field(column, fid)
+                if position:
+                    position[2] += shift
+    return groups[2][1] if groups else []
+
+
+def _joined_footer(footers: list[list], bodies: list[int], names: list[str]) -> tuple[bytes, list[int]]:
+    """The concatenated file's footer, and where each piece's pages start in it, given each
+    piece's decoded footer and page bytes (its length less magic and footer)."""
+    first = footers[0]
+    schema = encode_footer([_field(first, _META_SCHEMA)])
+    values = encode_footer([_field(first, _META_KEY_VALUES) or [0, _STRUCT, []]])
+    starts, position, groups, rows = [], len(MAGIC), [], 0
+    for meta, body, name in zip(footers, bodies, names):
+        if encode_footer([_field(meta, _META_SCHEMA)]) != schema \
+                or encode_footer([_field(meta, _META_KEY_VALUES) or [0, _STRUCT, []]]) != values:
+            raise ParquetConcatError(f"{name}: its schema differs from {names[0]}'s")
+        starts.append(position)
+        groups += _moved_row_groups(meta, position - len(MAGIC), name)
+        rows += _field(meta, _META_NUM_ROWS)[2]
+        position += body
+    for ordinal, group in enumerate(groups):
+        entry = _field(group, _GROUP_ORDINAL)
+        if entry:
+            entry[2] = ordinal
+    joined = [list(entry) for entry in first]
+    _field(joined, _META_NUM_ROWS)[2] = rows
+    listed = _field(joined, _META_ROW_GROUPS)
+    if listed:
+        listed[2] = (_STRUCT, groups)
+    else:
+        joined.append([_META_ROW_GROUPS, _LIST, (_STRUCT, groups)])
+        joined.sort(key=lambda entry: entry[0])
+    return encode_footer(joined), starts
+
+
+def _finish(fd: int, footer: bytes, at: int) -> None:
+    os.pwrite(fd, footer + struct.pack("<I", len(footer)) + MAGIC, at)
+    os.pwrite(fd, MAGIC, 0)
+
+
+def concatenate_files(parts: list[str | os.PathLike], target: str | os.PathLike, threads: int = 1) -> None:
+    """Write ``target``: the rows of ``parts`` in order, their pages copied by the kernel
+    (copy_file_range), so nothing is decoded. Does not fsync."""
+    names = [str(p) for p in parts]
+    footers, bodies = [], []
+    for name in names:
+        fd = os.open(name, os.O_RDONLY)
+        try:
+            meta, body = _footer_of(lambda at, count: os.pread(fd, count, at), os.fstat(fd).st_size, name)
+        finally:
+            os.close(fd)
+        footers.append(meta)
+        bodies.append(body)
+    footer, starts = _joined_footer(footers, bodies, names)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        def copy(i: int) -> None:
+            with open(names[i], "rb") as src:
+                done = 0
+                while done < bodies[i]:
+                    moved = os.copy_file_range(src.fileno(), fd, bodies[i] - done,
+                                               len(MAGIC) + done, starts[i] + done)
+                    if moved == 0:
+                        raise OSError(f"{names[i]}: shorter than its footer says")
+                    done += moved
+
+        _each(copy, range(len(names)), threads)
+        _finish(fd, footer, starts[-1] + bodies[-1])
+    finally:
+        os.close(fd)
+
+
+def _each(work, items, threads: int) -> None:
+    items = list(items)
+    if threads <= 1 or len(items) <= 1:
+        for item in items:
+            work(item)
+        return
+    with ThreadPoolExecutor(max_workers=min(threads, len(items))) as pool:
+        list(pool.map(work, items))
+
+
+# Row groups: pyarrow's 1 Mi rows, or smaller where that gives every core a piece, down to
+# 128 Ki rows (1 MB per 8-byte column: still large reads for any reader; DuckDB writes 120 Ki).
+LARGEST_ROW_GROUP = 1024 * 1024
+SMALLEST_ROW_GROUP = 128 * 1024
+
+
+def row_group_rows(rows: int, threads: int) -> int:
+    return max(SMALLEST_ROW_GROUP, min(LARGEST_ROW_GROUP, -(-rows // max(threads, 1))))
+
+
+def write_table_parallel(table: pa.Table, target: str | os.PathLike, threads: int,
+                         row_group_size: int | None = None, **options) -> None:
+    """pq.write_table(table, target, row_group_size=..., **options) encoded on up to ``threads``
+    cores: the table is cut at row-group boundaries into one piece per thread, each piece
+    encoded in memory by its own writer, and the pieces concatenated. The row groups, their
+    statistics and pages are those a serial write with the same row groups makes. Without
+    ``row_group_size``, row_group_rows chooses. Does not fsync."""
+    row_group_size = row_group_size or row_group_rows(table.num_rows, threads)
+    groups = -(-table.num_rows // row_group_size)
+    pieces = max(1, min(threads, groups))
+    if pieces == 1:
+        pq.write_table(table, target, row_group_size=row_group_size, **options)
+        return
+    per_piece = -(-groups // pieces) * row_group_size
+    slices = [table.slice(start, per_piece) for start in range(0, table.num_rows, per_piece)]
+    encoded: list[pa.Buffer | None] = [None] * len(slices)
+
+    def encode(i: int) -> None:
+        sink = pa.BufferOutputStream()
+        pq.write_table(slices[i], sink, row_group_size=row_group_size, **options)
+        encoded[i] = sink.getvalue()
+
+    _each(encode, range(len(slices)), threads)
+    footers, bodies = [], []
+    for i, buffer in enumerate(encoded):
+        view = memoryview(buffer)
+        meta, body = _footer_of(lambda at, count: bytes(view[at:at + count]), len(view), f"piece {i}")
+        footers.append(meta)
+        bodies.append(body)
+    footer, starts = _joined_footer(footers, bodies, [f"piece {i}" for i in range(len(slices))])
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        def place(i: int) -> None:
+            body = memoryview(encoded[i])[len(MAGIC):len(MAGIC) + bodies[i]]
+            done = 0
+            while done < len(body):
+                done += os.pwrite(fd, body[done:], starts[i] + done)
+
+        _each(place, range(len(slices)), threads)
+        _finish(fd, footer, starts[-1] + bodies[-1])
+    finally:
+        os.close(fd)
