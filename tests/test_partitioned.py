@@ -265,17 +265,17 @@ def one_partition_tables(path: Path, sources: list[str]) -> dict:
             "mst_edges.parquet": forest_table(prepared, minimum_spanning_forest(prepared.edges))}
 
 
-def test_a_dataset_read_as_a_one_partition_run_reads_it(client, tmp_path):
+@pytest.mark.parametrize("spread", [1, 2**35], ids=["ids-adjacent", "ids-spread-over-2**40"])
+def test_a_dataset_read_as_a_one_partition_run_reads_it(client, tmp_path, spread):
     """uint64 ids above 2**63 in one file beside int64 ids in another (the values decide the
     type: uint64), float16 and float32 weights (kept float32), row groups of 7 rows, and a
-    README that is skipped: the results, types included, are the one-partition run's."""
+    README that is skipped: the results, types included, are the one-partition run's. The
+    large ids lie next to one another or spread over 2**40 values."""
     data = tmp_path / "g"
     data.mkdir()
     rng = np.random.default_rng(3)
     big = np.uint64(2**63 + 10)
-    # spread over 2**40 values: ids in a narrow range above 2**63 meet a renumbering bug of the
-    # one-partition kernels (kernels.graph.IdRange.finish overflows), which this test is not about
-    spread = np.uint64(2**35)
+    spread = np.uint64(spread)
     a_src = rng.integers(0, 30, 60).astype(np.uint64) * spread + big
     a_dst = rng.integers(0, 30, 60).astype(np.uint64) * spread + big
     pq.write_table(pa.table({"src": a_src, "dst": a_dst, "weight": rng.random(60).astype(np.float32)}),
