@@ -11,10 +11,11 @@ single-file result is its ranks' part files concatenated (`concatenate_files`), 
 than a second decode and encode.
 
 Pieces must not carry page indexes or bloom filters (pyarrow writes neither unless asked): those
-live among the pages and hold file positions of their own.
+live among the pages and hold file positions of their own; nor pages kept in other files.
 """
 from __future__ import annotations
 
+import errno
 import os
 import struct
 from concurrent.futures import ThreadPoolExecutor
@@ -28,10 +29,11 @@ MAGIC = b"PAR1"
 _TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET, _MAP, _STRUCT = range(1, 13)
 
 # Field ids of the parquet-format structs touched here (parquet.thrift)
-_META_NUM_ROWS, _META_ROW_GROUPS, _META_SCHEMA, _META_KEY_VALUES = 3, 4, 2, 5
+_META_NUM_ROWS, _META_ROW_GROUPS, _META_SCHEMA, _META_KEY_VALUES, _META_CREATED_BY = 3, 4, 2, 5, 6
 _META_ENCRYPTION = (8, 9)
+_META_REQUIRED = {1, 2, 3, 4}  # version, schema, num_rows, row_groups
 _GROUP_COLUMNS, _GROUP_FILE_OFFSET, _GROUP_ORDINAL = 1, 5, 7
-_CHUNK_FILE_OFFSET, _CHUNK_META = 2, 3
+_CHUNK_FILE_PATH, _CHUNK_FILE_OFFSET, _CHUNK_META = 1, 2, 3
 _CHUNK_PAGE_INDEX = (4, 6)  # offset_index_offset, column_index_offset
 _CHUNK_POSITIONS = (9, 10, 11)  # ColumnMetaData: data, index and dictionary page offsets
 _CHUNK_BLOOM_FILTER = 14
@@ -197,7 +199,12 @@ def _footer_of(read_at, size: int, name: str) -> tuple[list, int]:
     length = struct.unpack("<I", tail[:4])[0]
     if length + 12 > size:
         raise ParquetConcatError(f"{name}: its footer is longer than the file")
-    meta = decode_footer(read_at(size - 8 - length, length))
+    try:
+        meta = decode_footer(read_at(size - 8 - length, length))
+    except (ParquetConcatError, IndexError):
+        meta = []
+    if not _META_REQUIRED <= {entry[0] for entry in meta}:
+        raise ParquetConcatError(f"{name}: its footer is not valid Parquet metadata")
     if any(_field(meta, f) for f in _META_ENCRYPTION):
         raise ParquetConcatError(f"{name}: encrypted footers are not concatenated")
     return meta, size - 8 - length - len(MAGIC)
@@ -213,6 +220,8 @@ def _moved_row_groups(meta: list, shift: int, name: str) -> list:
         for chunk in _field(group, _GROUP_COLUMNS)[2][1]:
             if any(_field(chunk, f) for f in _CHUNK_PAGE_INDEX):
                 raise ParquetConcatError(f"{name}: has page indexes, which hold file positions")
+            if (_field(chunk, _CHUNK_FILE_PATH) or [0, 0, b""])[2]:
+                raise ParquetConcatError(f"{name}: keeps pages in another file")
             offset = _field(chunk, _CHUNK_FILE_OFFSET)
             if offset and offset[2]:  # deprecated; pyarrow writes 0, meaning none
                 offset[2] += shift
@@ -221,7 +230,7 @@ def _moved_row_groups(meta: list, shift: int, name: str) -> list:
                 raise ParquetConcatError(f"{name}: has bloom filters, which hold file positions")
             for fid in _CHUNK_POSITIONS:
                 position = _field(column, fid)
-                if position:
+                if position and position[2]:  # a page is never at 0 (the magic is); 0 means none
                     position[2] += shift
     return groups[2][1] if groups else []
 
@@ -229,22 +238,30 @@ def _moved_row_groups(meta: list, shift: int, name: str) -> list:
 def _joined_footer(footers: list[list], bodies: list[int], names: list[str]) -> tuple[bytes, list[int]]:
     """The concatenated file's footer, and where each piece's pages start in it, given each
     piece's decoded footer and page bytes (its length less magic and footer)."""
+    def described(meta, fid) -> bytes:  # a field as bytes, to compare files by
+        return encode_footer([_field(meta, fid) or [0, _STRUCT, []]])
+
     first = footers[0]
-    schema = encode_footer([_field(first, _META_SCHEMA)])
-    values = encode_footer([_field(first, _META_KEY_VALUES) or [0, _STRUCT, []]])
     starts, position, groups, rows = [], len(MAGIC), [], 0
     for meta, body, name in zip(footers, bodies, names):
-        if encode_footer([_field(meta, _META_SCHEMA)]) != schema \
-                or encode_footer([_field(meta, _META_KEY_VALUES) or [0, _STRUCT, []]]) != values:
+        if any(described(meta, f) != described(first, f) for f in (_META_SCHEMA, _META_KEY_VALUES)):
             raise ParquetConcatError(f"{name}: its schema differs from {names[0]}'s")
+        if described(meta, _META_CREATED_BY) != described(first, _META_CREATED_BY):
+            # readers work around known bugs of a writer by its version: one file, one writer
+            raise ParquetConcatError(f"{name}: written by another writer than {names[0]}")
         starts.append(position)
-        groups += _moved_row_groups(meta, position - len(MAGIC), name)
-        rows += _field(meta, _META_NUM_ROWS)[2]
+        try:
+            groups += _moved_row_groups(meta, position - len(MAGIC), name)
+            rows += _field(meta, _META_NUM_ROWS)[2]
+        except (TypeError, IndexError, KeyError):  # a required field missing or of another type
+            raise ParquetConcatError(f"{name}: its footer is not valid Parquet metadata") from None
         position += body
     for ordinal, group in enumerate(groups):
         entry = _field(group, _GROUP_ORDINAL)
-        if entry:
+        if entry and ordinal < 2**15:
             entry[2] = ordinal
+        elif entry:  # an i16: past 32767 it would wrap, so the (optional) field goes
+            group.remove(entry)
     joined = [list(entry) for entry in first]
     _field(joined, _META_NUM_ROWS)[2] = rows
     listed = _field(joined, _META_ROW_GROUPS)
@@ -263,8 +280,10 @@ def _finish(fd: int, footer: bytes, at: int) -> None:
 
 def concatenate_files(parts: list[str | os.PathLike], target: str | os.PathLike, threads: int = 1) -> None:
     """Write ``target``: the rows of ``parts`` in order, their pages copied by the kernel
-    (copy_file_range), so nothing is decoded. Does not fsync."""
+    (copy_file_range where the system has it), so nothing is decoded. Does not fsync."""
     names = [str(p) for p in parts]
+    if os.path.exists(target) and any(os.path.samefile(target, name) for name in names):
+        raise ParquetConcatError(f"{target}: is one of the files to concatenate")
     footers, bodies = [], []
     for name in names:
         fd = os.open(name, os.O_RDONLY)
@@ -278,19 +297,46 @@ def concatenate_files(parts: list[str | os.PathLike], target: str | os.PathLike,
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
     try:
         def copy(i: int) -> None:
-            with open(names[i], "rb") as src:
-                done = 0
-                while done < bodies[i]:
-                    moved = os.copy_file_range(src.fileno(), fd, bodies[i] - done,
-                                               len(MAGIC) + done, starts[i] + done)
-                    if moved == 0:
-                        raise OSError(f"{names[i]}: shorter than its footer says")
-                    done += moved
+            src = os.open(names[i], os.O_RDONLY)
+            try:
+                _copy_range(src, fd, bodies[i], len(MAGIC), starts[i], names[i])
+            finally:
+                os.close(src)
 
         _each(copy, range(len(names)), threads)
         _finish(fd, footer, starts[-1] + bodies[-1])
     finally:
         os.close(fd)
+
+
+# copy_file_range is refused across file systems on older kernels, by some file systems (NFS,
+# FUSE) and sandboxes, and missing where the C library lacks it: then the bytes pass through here
+_NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM, errno.EINVAL}
+_COPY_CHUNK = 8 << 20
+
+
+def _copy_range(src: int, dst: int, count: int, src_at: int, dst_at: int, name: str) -> None:
+    done = 0
+    kernel_copy = getattr(os, "copy_file_range", None)
+    while done < count and kernel_copy is not None:
+        try:
+            moved = kernel_copy(src, dst, count - done, src_at + done, dst_at + done)
+        except OSError as exc:
+            if exc.errno not in _NO_KERNEL_COPY:
+                raise
+            kernel_copy = None
+            break
+        if moved == 0:
+            raise OSError(errno.EIO, f"{name}: shorter than its footer says")
+        done += moved
+    while done < count:
+        chunk = os.pread(src, min(_COPY_CHUNK, count - done), src_at + done)
+        if not chunk:
+            raise OSError(errno.EIO, f"{name}: shorter than its footer says")
+        written = 0
+        while written < len(chunk):
+            written += os.pwrite(dst, memoryview(chunk)[written:], dst_at + done + written)
+        done += len(chunk)
 
 
 def _each(work, items, threads: int) -> None:
@@ -317,7 +363,7 @@ def write_table_parallel(table: pa.Table, target: str | os.PathLike, threads: in
                          row_group_size: int | None = None, **options) -> None:
     """pq.write_table(table, target, row_group_size=..., **options) encoded on up to ``threads``
     cores: the table is cut at row-group boundaries into one piece per thread, each piece
-    encoded in memory by its own writer, and the pieces concatenated. The row groups, their
+    written by its own writer, and the pieces concatenated. The row groups, their
     statistics and pages are those a serial write with the same row groups makes. Without
     ``row_group_size``, row_group_rows chooses. Does not fsync."""
     row_group_size = row_group_size or row_group_rows(table.num_rows, threads)
@@ -328,30 +374,16 @@ def write_table_parallel(table: pa.Table, target: str | os.PathLike, threads: in
         return
     per_piece = -(-groups // pieces) * row_group_size
     slices = [table.slice(start, per_piece) for start in range(0, table.num_rows, per_piece)]
-    encoded: list[pa.Buffer | None] = [None] * len(slices)
-
-    def encode(i: int) -> None:
-        sink = pa.BufferOutputStream()
-        pq.write_table(slices[i], sink, row_group_size=row_group_size, **options)
-        encoded[i] = sink.getvalue()
-
-    _each(encode, range(len(slices)), threads)
-    footers, bodies = [], []
-    for i, buffer in enumerate(encoded):
-        view = memoryview(buffer)
-        meta, body = _footer_of(lambda at, count: bytes(view[at:at + count]), len(view), f"piece {i}")
-        footers.append(meta)
-        bodies.append(body)
-    footer, starts = _joined_footer(footers, bodies, [f"piece {i}" for i in range(len(slices))])
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    # each piece goes to a file of its own beside the target (named after it, so a cleanup of
+    # the target's temporaries finds them too), streamed as it encodes, not held in memory
+    paths = [f"{target}-{i}.tmp" for i in range(len(slices))]
     try:
-        def place(i: int) -> None:
-            body = memoryview(encoded[i])[len(MAGIC):len(MAGIC) + bodies[i]]
-            done = 0
-            while done < len(body):
-                done += os.pwrite(fd, body[done:], starts[i] + done)
-
-        _each(place, range(len(slices)), threads)
-        _finish(fd, footer, starts[-1] + bodies[-1])
+        _each(lambda i: pq.write_table(slices[i], paths[i], row_group_size=row_group_size, **options),
+              range(len(slices)), threads)
+        concatenate_files(paths, target, threads)
     finally:
-        os.close(fd)
+        for path in paths:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass

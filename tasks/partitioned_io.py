@@ -41,7 +41,7 @@ from tasks.edges_io import (
     dataset_files, exchange_paths, remove_path, write_many,
 )
 from tasks.errors import InputError, OutputError
-from tasks.parquet_concat import concatenate_files
+from tasks.parquet_concat import ParquetConcatError, concatenate_files
 
 LAYOUTS = ("file", "dataset")
 BFS_RESULT = "bfs_distances.parquet"
@@ -223,6 +223,8 @@ def merge_parts(staging: Path, result: str, size: int) -> Path:
         concatenate_files(parts, target, threads=len(os.sched_getaffinity(0)))
         with open(target, "rb") as fh:
             os.fsync(fh.fileno())
+    except ParquetConcatError as exc:
+        raise OutputError(f"{target}: cannot join the parts ({exc})") from None
     except OSError as exc:
         raise OutputError(f"{target.parent}: cannot write results ({exc.strerror or exc})") from None
     return target

@@ -2,6 +2,7 @@
 the results are written with (a table encoded in pieces on several cores) and how a partitioned
 run's parts become one file. Checked against pyarrow's own serial writer (same row groups, same
 statistics, same pages) and read back by DuckDB, a reader that shares no code with pyarrow."""
+import errno
 import os
 import struct
 from pathlib import Path
@@ -174,3 +175,58 @@ def test_weights_get_a_dictionary_only_where_they_repeat(tmp_path):
     assert dictionary_encoded(tmp_path / "bfs.parquet") == {"distance"}
     for path, table in tables.items():
         assert pq.read_table(path).equals(table)
+
+
+def _parts(tmp_path, sizes=(3000, 2500)):
+    tables, parts = [result_like_table(rows, seed) for seed, rows in enumerate(sizes)], []
+    for i, t in enumerate(tables):
+        parts.append(tmp_path / f"part-{i:05d}.parquet")
+        pq.write_table(t, parts[-1], row_group_size=1000, **OPTIONS)
+    return tables, parts
+
+
+@pytest.mark.parametrize("refusal", [errno.ENOSYS, errno.EXDEV, errno.EOPNOTSUPP, None],
+                         ids=["ENOSYS", "EXDEV", "EOPNOTSUPP", "no-copy_file_range"])
+def test_where_the_kernel_will_not_copy_the_pages_pass_through_the_process(tmp_path, monkeypatch, refusal):
+    """Old kernels, NFS, sandboxes and C libraries without copy_file_range: the same file."""
+    tables, parts = _parts(tmp_path)
+    if refusal is None:
+        monkeypatch.delattr(os, "copy_file_range")
+    else:
+        def refuse(*args):
+            raise OSError(refusal, os.strerror(refusal))
+        monkeypatch.setattr(os, "copy_file_range", refuse)
+    monkeypatch.setattr("tasks.parquet_concat._COPY_CHUNK", 4096)  # many chunks per part
+    concatenate_files(parts, tmp_path / "one.parquet", threads=2)
+    assert pq.read_table(tmp_path / "one.parquet").equals(pa.concat_tables(tables))
+
+
+def test_a_part_with_a_damaged_footer_is_refused_by_name(tmp_path):
+    _, parts = _parts(tmp_path)
+    data = bytearray(parts[1].read_bytes())
+    length = struct.unpack("<I", data[-8:-4])[0]
+    data[-8 - length:-8] = bytes(length)  # the footer zeroed, its length and magic intact
+    parts[1].write_bytes(bytes(data))
+    with pytest.raises(ParquetConcatError, match=f"^{parts[1]}: its footer is not valid Parquet metadata$"):
+        concatenate_files(parts, tmp_path / "one.parquet")
+    data[-8 - length:-8] = bytes(range(256)) * (length // 256) + bytes(length % 256)  # noise
+    parts[1].write_bytes(bytes(data))
+    with pytest.raises(ParquetConcatError, match=f"^{parts[1]}: "):
+        concatenate_files(parts, tmp_path / "one.parquet")
+
+
+def test_a_target_that_is_one_of_the_parts_is_refused_and_kept(tmp_path):
+    _, parts = _parts(tmp_path)
+    before = parts[0].read_bytes()
+    with pytest.raises(ParquetConcatError, match=f"^{parts[0]}: is one of the files to concatenate$"):
+        concatenate_files(parts, parts[0])
+    assert parts[0].read_bytes() == before
+
+
+def test_pieces_leave_no_files_behind_when_the_write_fails(tmp_path):
+    """A piece that cannot be written (an unknown compression) fails the write; no piece stays."""
+    table = result_like_table(5000)
+    with pytest.raises(Exception):
+        write_table_parallel(table, tmp_path / "t.parquet", 4, row_group_size=1000, compression="no-such-codec")
+    write_table_parallel(table, tmp_path / "ok.parquet", 4, row_group_size=1000, **OPTIONS)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.parquet"]
