@@ -76,7 +76,7 @@ def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list
     sources = resolve_sources.map(unmapped(prepared), sets)
     searches = breadth_first_search.map(unmapped(graph), sources, unmapped(depth_limit), keys)
     checks = validate_bfs.map(unmapped(prepared), sources, searches, unmapped(directed), unmapped(depth_limit), keys)
-    writes = write_results.submit(prepared, searches, outputs, compression=compression, wait_for=checks)
+    writes = write_results.submit(prepared, searches, outputs, output=output, compression=compression, wait_for=checks)
     summary = summarize.submit(prepared, graph=graph, searches=searches, source_sets=sources,
                                checks=checks, writes=writes)
     return finish("bfs", input, summary, started, [prepared, graph, sources, searches, checks, writes])

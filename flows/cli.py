@@ -111,7 +111,8 @@ def build_parser(kind: str) -> Parser:
                              help="BFS source vertex id (repeat: one search from all of them)")
         sources.add_argument("--source-set", action="append", metavar="ID,ID,...", type=_id_list,
                              help="a separate search from these ids (repeat: one search and one "
-                                  "output directory OUTPUT/source-set-K per set, run in parallel)")
+                                  "output directory OUTPUT/source-set-K per set, run in parallel); "
+                                  "a string id that holds a comma can only be given with --source")
         parser.add_argument("--directed", action="store_true", help="follow edges src -> dst only")
         parser.add_argument("--depth-limit", type=_depth, default=None, metavar="N", help="stop after N levels")
     parser.add_argument("--partitions", type=_partitions, default=None, metavar="N|auto",

@@ -589,6 +589,20 @@ def _run_in_order(work, units: list, threads: int) -> list:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+_DECIMAL_ID = re.compile(r"-?[0-9]+")
+
+
+def integer_vertex_id(path: str, given) -> int:
+    """A source id the user gave for a graph of integer ids: an int, or its decimal digits in
+    ASCII with an optional minus sign. Python's int() also takes '1_0', '+3', padding and
+    non-ASCII digits, which more likely mean a typo than a vertex."""
+    if isinstance(given, (int, np.integer)) and not isinstance(given, (bool, np.bool_)):
+        return int(given)
+    if isinstance(given, str) and _DECIMAL_ID.fullmatch(given):
+        return int(given)
+    raise InputError(f"{path}: source {given!r} is not an integer vertex id")
+
+
 def vertex_names(names: pa.Array | None, ids: np.ndarray) -> pa.Array:
     """Original ids of dense vertices, as a pyarrow array of the input's id type (``ids`` are
     codes into ``names`` for string ids)."""
@@ -747,6 +761,35 @@ def is_result_dataset(path: Path) -> bool:
     entries = list(path.iterdir())
     return bool(entries) and all(RESULT_PART.fullmatch(e.name) and e.is_file() and not e.is_symlink()
                                  for e in entries)
+
+
+BFS_RESULT_NAME = "bfs_distances.parquet"
+SOURCE_SET_FOLDER = re.compile(r"source-set-\d+")
+
+
+def remove_earlier_bfs_results(output: str | os.PathLike, written: list[str | os.PathLike]) -> list[Path]:
+    """Remove the BFS results under ``output`` that this run did not write: OUTPUT/source-set-K/
+    from an earlier run with more source sets, or OUTPUT/bfs_distances.parquet from a run with
+    one search when this one had source sets (and the other way round), so that a job reading
+    the output never mixes two runs. Only result files (or a partitioned run's result folders)
+    of those names go, and a source-set folder only when nothing else is left in it."""
+    output = Path(output)
+    kept = {os.path.abspath(p) for p in written}
+    removed = []
+    for found in [output / BFS_RESULT_NAME, *sorted(output.glob(f"source-set-*/{BFS_RESULT_NAME}"))]:
+        if found.parent != output and not SOURCE_SET_FOLDER.fullmatch(found.parent.name):
+            continue
+        if os.path.abspath(found) in kept or found.is_symlink():
+            continue
+        if found.is_file() or is_result_dataset(found):
+            remove_path(found)
+            removed.append(found)
+            if found.parent != output:
+                try:
+                    found.parent.rmdir()
+                except OSError:  # the user keeps something of their own there
+                    pass
+    return removed
 
 
 def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPRESSION, threads: int = 1) -> Path:

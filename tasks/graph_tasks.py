@@ -37,7 +37,9 @@ from kernels.graph import EdgeList, Graph, build_graph, edge_list, renumber
 from kernels.msf import MSFResult, minimum_spanning_forest
 from kernels.verify import kruskal, verify_bfs, verify_forest
 from tasks import stopping
-from tasks.edges_io import DEFAULT_COMPRESSION, read_edges, vertex_names, write_many
+from tasks.edges_io import (
+    DEFAULT_COMPRESSION, integer_vertex_id, read_edges, remove_earlier_bfs_results, vertex_names, write_many,
+)
 from tasks.errors import DeviceMemoryError, InputError, OutputError, ValidationFailed
 
 # Kruskal's serial reference also runs inside validation up to this many edges; above it the
@@ -211,10 +213,7 @@ def resolve_sources(prepared: Timed, sources: list) -> np.ndarray:
             dense = int(np.searchsorted(ids, code)) if code >= 0 else -1
             ok = code >= 0 and dense < ids.shape[0] and ids[dense] == code
         else:
-            try:
-                value = int(s)
-            except (TypeError, ValueError):
-                raise InputError(f"{p.path}: source {s!r} is not an integer vertex id") from None
+            value = integer_vertex_id(p.path, s)
             dense = int(np.searchsorted(ids, value))
             ok = dense < ids.shape[0] and int(ids[dense]) == value
         if not ok:
@@ -479,7 +478,9 @@ def forest_table(prepared: PreparedEdges, forest: MSFResult) -> pa.Table:
 def write_results(prepared: Timed, searches: list, outputs: list[str], forest: Timed | None = None,
                   output: str | None = None, compression: str = DEFAULT_COMPRESSION) -> Timed:
     """Every result file of the run at once, each written atomically: OUTPUT/bfs_distances.parquet
-    per search (``outputs``, in the order of ``searches``) and OUTPUT/mst_edges.parquet."""
+    per search (``outputs``, in the order of ``searches``) and OUTPUT/mst_edges.parquet. Then the
+    BFS results an earlier run left under OUTPUT that this run does not replace are removed
+    (tasks.edges_io.remove_earlier_bfs_results)."""
     p: PreparedEdges = prepared.value
     start = time.perf_counter()
     tables = {Path(o) / "bfs_distances.parquet": bfs_table(p, s.value) for s, o in zip(searches, outputs)}
@@ -490,6 +491,9 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     seconds = time.perf_counter() - start
     for path, table in zip(paths, tables.values()):
         get_run_logger().info("wrote %s (%s rows)", path, f"{table.num_rows:,}")
+    if searches and output is not None:
+        for path in remove_earlier_bfs_results(output, paths):
+            get_run_logger().info("removed %s, an earlier run's result that this run does not replace", path)
     get_run_logger().info("wrote %d file(s) with %s compression in %.3f s", len(paths), compression, seconds)
     return Timed(paths, seconds)
 

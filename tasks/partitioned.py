@@ -28,7 +28,9 @@ from prefect.cache_policies import NO_CACHE
 from kernels import backend as be
 from kernels.footprint import gpu_bytes
 from tasks.comm import CommError, comm_timeout, open_endpoint
-from tasks.edges_io import COMPRESSIONS, DEFAULT_COMPRESSION, prepare_output_dir
+from tasks.edges_io import (
+    COMPRESSIONS, DEFAULT_COMPRESSION, integer_vertex_id, prepare_output_dir, remove_earlier_bfs_results,
+)
 from tasks.errors import DeviceMemoryError, InputError
 from tasks.graph_tasks import KRUSKAL_LIMIT, _label, _publish_report, artifact_key
 from tasks.partitioned_io import (
@@ -144,10 +146,7 @@ def _source_plan(source, source_sets) -> tuple[list[list], list[str]]:
 
 def _check_integer_ids(path: str, ids: list) -> None:
     for s in ids:
-        try:
-            int(s)
-        except (TypeError, ValueError):
-            raise InputError(f"{path}: source {s!r} is not an integer vertex id") from None
+        integer_vertex_id(path, s)
 
 
 def _workers(client) -> list[str]:
@@ -274,6 +273,9 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
                    for rank, w in enumerate(workers)]
         summaries = _await_ranks(client, futures, workers)
         placed = publish(staging, out, bfs_results + ([FOREST_RESULT] if forest else []))
+        if bfs_results:
+            for path in remove_earlier_bfs_results(out, placed):
+                log.info("removed %s, an earlier run's result that this run does not replace", path)
     except BaseException:
         client.cancel([f for f in futures if f.status not in ("finished", "error")])
         shutil.rmtree(staging, ignore_errors=True)

@@ -418,7 +418,14 @@ def test_unreadable_part_is_named(tmp_path, capsys):
 @pytest.mark.parametrize("argv, expected", [
     (["--source", "42"], "source '42' is not a vertex of the graph"),
     (["--source", "abc"], "source 'abc' is not an integer vertex id"),
-], ids=["source-absent", "source-wrong-type"])
+    # what Python's int() takes but a vertex id is not written as: likelier a typo than vertex 10
+    (["--source", "1_0"], "source '1_0' is not an integer vertex id"),
+    (["--source", "+1"], "source '+1' is not an integer vertex id"),
+    (["--source", " 1"], "source ' 1' is not an integer vertex id"),
+    (["--source", "\u0661"], "source '\u0661' is not an integer vertex id"),
+    (["--source-set", "0,1_0"], "source '1_0' is not an integer vertex id"),
+], ids=["source-absent", "source-wrong-type", "digit-separator", "plus-sign", "padded", "arabic-indic-digit",
+        "in-a-source-set"])
 def test_bfs_bad_source(tmp_path, capsys, argv, expected):
     path = parquet(tmp_path, table(weight=None))
     code = bfs_cli.main([str(path), *argv, "--output", str(tmp_path / "o")])

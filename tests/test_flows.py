@@ -68,6 +68,34 @@ def test_default_output_is_output_slash_stem(tmp_path, capsys, monkeypatch):
     assert (tmp_path / "output" / "my_graph" / "mst_edges.parquet").exists()
 
 
+def test_a_rerun_leaves_no_bfs_result_of_an_earlier_run_beside_its_own(tmp_path, capsys):
+    """Three source sets, then a single search, then two sets, into one folder: each time only
+    this run's BFS results are there, so a job reading OUTPUT/source-set-* never mixes runs. The
+    forest of a pipeline run and a file of the user's own in a set folder stay."""
+    graph, out = seed_file(tmp_path), tmp_path / "out"
+
+    def results():
+        return sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+
+    code, _, err = run(pipeline_cli.main, [graph, "--source-set", "0", "--source-set", "1,2", "--source-set", "5",
+                                           "--output", str(out)], capsys)
+    assert code == 0, err
+    (out / "source-set-2" / "notes.txt").write_text("mine")
+    assert results() == ["mst_edges.parquet", "source-set-0/bfs_distances.parquet",
+                         "source-set-1/bfs_distances.parquet", "source-set-2/bfs_distances.parquet",
+                         "source-set-2/notes.txt"]
+    code, _, err = run(bfs_cli.main, [graph, "--source", "3", "--output", str(out)], capsys)
+    assert code == 0, err
+    assert results() == ["bfs_distances.parquet", "mst_edges.parquet", "source-set-2/notes.txt"]
+    assert not (out / "source-set-0").exists() and not (out / "source-set-1").exists()
+    code, _, err = run(bfs_cli.main, [graph, "--source-set", "4", "--source-set", "0,5", "--output", str(out)], capsys)
+    assert code == 0, err
+    assert results() == ["mst_edges.parquet", "source-set-0/bfs_distances.parquet",
+                         "source-set-1/bfs_distances.parquet", "source-set-2/notes.txt"]
+    distances = pq.read_table(out / "source-set-1" / "bfs_distances.parquet")
+    assert dict(zip(distances["vertex"].to_pylist(), distances["distance"].to_pylist()))[0] == 0
+
+
 @pytest.mark.parametrize("name", ["bitcoinalpha", "email_eu_core"])
 def test_pipeline_cli_on_real_graph_matches_scipy(tmp_path, capsys, name):
     path = str(realgraphs_dir() / f"{name}.parquet")

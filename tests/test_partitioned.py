@@ -206,6 +206,21 @@ def test_a_one_partition_run_replaces_a_partitioned_runs_dataset_but_not_a_users
     assert sorted(p.name for p in (users / "mst_edges.parquet").iterdir()) == ["notes.txt", "part-00000.parquet"]
 
 
+def test_a_partitioned_rerun_leaves_no_bfs_result_of_an_earlier_run(client, tmp_path):
+    """Source sets as result datasets, then one search as a file: the sets' folders go."""
+    n = 40
+    path = tmp_path / "g.parquet"
+    pq.write_table(pa.table({"src": pa.array(range(n), pa.int64()), "dst": pa.array([(i + 1) % n for i in range(n)]),
+                             "weight": np.ones(n)}), path)
+    out = tmp_path / "out"
+    run_partitioned(str(path), str(out), 2, source_sets=[["0"], ["5", "6"]], forest=False,
+                    output_layout="dataset", client=client)
+    assert sorted(p.name for p in out.iterdir()) == ["source-set-0", "source-set-1"]
+    run_partitioned(str(path), str(out), 2, source=["3"], forest=False, client=client)
+    assert sorted(p.name for p in out.iterdir()) == ["bfs_distances.parquet"]
+    assert pq.read_table(out / "bfs_distances.parquet").num_rows == n
+
+
 def test_a_bad_row_in_one_ranks_share_fails_the_run_with_that_rows_error(client, tmp_path):
     n = 300
     dst = pa.array([*range(1, 250), None, *range(251, n + 1)], pa.int64())
