@@ -611,6 +611,35 @@ def vertex_names(names: pa.Array | None, ids: np.ndarray) -> pa.Array:
     return pa.array(ids)
 
 
+def _walked_folders(root: Path) -> set[str]:
+    """The real paths of every folder dataset_files enters below ``root``, links followed."""
+    walked: set[str] = set()
+    folders = [root]
+    while folders:
+        folder = os.path.realpath(folders.pop())
+        if folder in walked:
+            continue
+        walked.add(folder)
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:  # the read names it
+            continue
+        folders += [e.path for e in entries if not e.name.startswith(SKIP_PREFIXES) and e.is_dir()]
+    return walked
+
+
+def _read_by_walk(folder: str, walked: set[str]) -> bool:
+    """Whether files in ``folder`` (a real path, which need not exist yet) would be read: it or
+    the nearest walked folder above it is reached without passing a folder the walk skips."""
+    path = Path(folder)
+    for step in (path, *path.parents):
+        if str(step) in walked:
+            return True
+        if step.name.startswith(SKIP_PREFIXES):
+            return False
+    return False
+
+
 def check_output_paths(input: str, targets: list[str | os.PathLike], directories: bool = False) -> None:
     """Refuse, before anything is read, result files that could not be written or that a later
     run would read back as input: an output folder inside the input dataset (unless under a
@@ -618,16 +647,12 @@ def check_output_paths(input: str, targets: list[str | os.PathLike], directories
     ``directories``: a partitioned run replaces a file or a dataset folder whole; or the folder
     is a partitioned run's result, which a one-partition run replaces), an output folder path
     taken by a file."""
-    dataset = os.path.realpath(input) if os.path.isdir(input) else None
+    walked = _walked_folders(Path(input)) if os.path.isdir(input) else set()
     for target in map(Path, targets):
         out = target.parent
-        if dataset is not None:
-            inside = os.path.realpath(out)
-            if os.path.commonpath([inside, dataset]) == dataset:
-                below = Path(os.path.relpath(inside, dataset)).parts
-                if not any(part.startswith(SKIP_PREFIXES) for part in below if part != "."):
-                    raise OutputError(f"{out}: output folder is inside the input dataset {input}, so a later run "
-                                      "would read the results as input; write them elsewhere")
+        if _read_by_walk(os.path.realpath(out), walked):
+            raise OutputError(f"{out}: output folder is inside the input dataset {input}, so a later run "
+                              "would read the results as input; write them elsewhere")
         if os.path.lexists(target) and not (target.is_file() or (directories and target.is_dir())
                                             or is_result_dataset(target)):
             raise OutputError(f"{target}: output path exists and is not a regular file")

@@ -336,6 +336,15 @@ def output_inside_the_input_dataset(tmp_path):
     return root, ["--output", str(root / "results")], "results: output folder is inside the input dataset"
 
 
+def output_reached_through_a_link_in_the_dataset(tmp_path):
+    """The dataset follows a folder link to elsewhere/: results written there would be read."""
+    root = dataset(tmp_path, **{"part-0.parquet": table()})
+    (tmp_path / "elsewhere" / "runs").mkdir(parents=True)
+    (root / "more").symlink_to(tmp_path / "elsewhere")
+    return root, ["--output", str(tmp_path / "elsewhere" / "runs" / "today")], \
+        "today: output folder is inside the input dataset"
+
+
 def output_file_taken_by_a_directory(tmp_path):
     (tmp_path / "o" / "mst_edges.parquet").mkdir(parents=True)
     return parquet(tmp_path, table()), ["--output", str(tmp_path / "o")], \
@@ -349,7 +358,8 @@ MST_CASES = [missing, empty_dir, not_parquet, truncated, corrupt_pages, mixed_sc
              parquet_under_another_name, fifo_input, fifo_in_dataset, delta_lake_table, unfinished_spark_write,
              page_checksum_mismatch, footer_claims_2_pow_31_rows, row_group_claims_fewer_rows, invalid_utf8_id,
              duplicate_column, same_column_for_both_ends, uint64_above_int64_with_negative_ids,
-             integer_weight_beyond_2_pow_53, output_inside_the_input_dataset, output_file_taken_by_a_directory]
+             integer_weight_beyond_2_pow_53, output_inside_the_input_dataset, output_reached_through_a_link_in_the_dataset,
+             output_file_taken_by_a_directory]
 
 
 def listing(path):
