@@ -282,16 +282,20 @@ def _drain_to_api(seconds: float = 10) -> None:
         worker.drain_all(timeout=seconds)
 
 
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
 def describe(kind: str, s: dict) -> str:
     """One line for the terminal: what was computed and that it was checked."""
-    parts = [f"{s['vertices']:,} vertices, {s['edges']:,} edges"]
+    parts = [f"{_count(s['vertices'], 'vertex', 'vertices')}, {_count(s['edges'], 'edge')}"]
     if "levels" in s:
-        parts.append("BFS " + ", ".join(f"{n:,} levels" for n in s["levels"]))
+        parts.append("BFS " + ", ".join(_count(n, "level") for n in s["levels"]))
     if "forest_edges" in s:
         weight = s["forest_weight"]  # a float, or decimal text where float64 cannot hold the sum
-        parts.append(f"forest of {s['forest_edges']:,} edges, weight "
+        parts.append(f"forest of {_count(s['forest_edges'], 'edge')}, weight "
                      f"{f'{weight:,.6g}' if isinstance(weight, float) else weight}, "
-                     f"{s['components']:,} component{'s' if s['components'] != 1 else ''}")
+                     f"{_count(s['components'], 'component')}")
     return f"{kind}: {'; '.join(parts)}; validation {s['validation']} ({s['total_seconds']:.2f} s)"
 
 
