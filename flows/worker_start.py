@@ -1,9 +1,10 @@
 """What a Dask worker of a cluster that a flow run starts does before it takes tasks (a Dask
-preload, named by flows.runners.local_cluster): import the task modules, and on a GPU worker
-create the CUDA context in a thread meanwhile. Otherwise the first task pays both: on an H200
-host `import prefect` alone takes ~2.7 s, the CUDA context a few tenths more. The worker joins
-the cluster once the imports are done; the context may still be on its way (the first task
-waits for it inside CUDA, where it would have created it).
+preload, named by flows.runners.local_cluster): import the task modules, and on a GPU worker,
+in a thread meanwhile, create the CUDA context and then warm the GPU up (warm_up). Otherwise
+the first task pays all of it: on an H200 host `import prefect` alone takes ~2.7 s, the CUDA
+context a few tenths more, and the first use of each kernel more again. The worker joins the
+cluster once the imports are done; the warm-up may still be on its way (a task that meets a
+kernel it has not loaded yet loads it itself).
 
 Imported by the worker before anything else of the project: it imports nothing heavy itself.
 """
@@ -16,18 +17,62 @@ import threading
 # the modules whose code the tasks of every flow run on a worker
 TASK_MODULES = ("flows.dask_runner", "tasks.graph_tasks", "tasks.partitioned")
 
+# the warm-up graph: Kronecker of 2**14 vertices and 2**18 edges, large enough for the level
+# kernels and weight bands that large graphs use, done in a fraction of a second
+WARM_UP_SCALE = 14
 
-def _create_cuda_context() -> None:
+
+def warm_up(backend: str = "cupy") -> None:
+    """Run the pipeline's work once (Parquet read, renumbering, CSR, BFS, spanning forest, both
+    validations, result tables) on a small graph with the types most inputs have (int64 ids,
+    float64 weights). On a GPU, a process's first use of each CuPy kernel loads its module and
+    builds its launch code, and its first reads grow the memory pools: done here, while the
+    worker waits for its first task, none of that lands on a flow."""
+    import tempfile
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from data.generators import kronecker
+    from kernels import backend as be
+    from kernels.bfs import bfs
+    from kernels.graph import build_graph
+    from kernels.msf import minimum_spanning_forest
+    from kernels.verify import verify_bfs, verify_forest
+    from tasks.graph_tasks import bfs_table, forest_table, prepare_input
+
+    src, dst, weight = kronecker(np, WARM_UP_SCALE)
+    with tempfile.TemporaryDirectory(prefix="graph-warm-up-") as folder:
+        path = os.path.join(folder, "edges.parquet")
+        pq.write_table(pa.table({"src": src, "dst": dst, "weight": weight}), path)
+        prepared = prepare_input(path, "src", "dst", "weight", backend)
+    edges = prepared.edges
+    source = np.zeros(1, dtype=np.int64)
+    result = bfs(build_graph(edges, False), source)
+    forest = minimum_spanning_forest(edges)
+    bfs_report = verify_bfs(edges.src, edges.dst, edges.n, source, result.distance, result.predecessor, False, None)
+    forest_report = verify_forest(edges.src, edges.dst, edges.weight, edges.n, forest.edges)
+    bfs_table(prepared, result), forest_table(prepared, forest)
+    be.synchronize(be.module(backend))
+    if any(bfs_report.values()) or any(forest_report.values()):
+        raise AssertionError(f"the warm-up's results did not validate: {bfs_report} {forest_report}")
+
+
+def _start_gpu() -> None:
+    """The CUDA context, then the warm-up. Anything that fails is left for the first task to
+    meet and report."""
     try:
         import cupy
 
         cupy.cuda.runtime.free(0)  # cudaFree(0): creates the device's primary context
-    except Exception:  # the first task meets, and reports, whatever is wrong with the GPU
+        warm_up("cupy")
+    except Exception:
         pass
 
 
 def dask_setup(worker) -> None:
     if os.environ.get("GRAPH_WORKER_GPU") == "1":
-        threading.Thread(target=_create_cuda_context, name="cuda-context", daemon=True).start()
+        threading.Thread(target=_start_gpu, name="gpu-start", daemon=True).start()
     for name in TASK_MODULES:
         importlib.import_module(name)
