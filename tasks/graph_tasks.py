@@ -335,8 +335,10 @@ def breadth_first_search(graph: Timed, sources: np.ndarray, depth_limit: int | N
         markdown=bfs_levels_markdown(f"{label}: levels", r.steps, steps.rows, g.n),
         description=f"{label}: direction, frontier size and seconds per level",
     )
+    # counted from the distances: on a GPU one report can stand for several levels run in one launch
+    reached_vertices = int((r.distance >= 0).sum())
     get_run_logger().info("%s: %s, reached %s of %s vertices in %.3f s", label, direction_summary(r.steps),
-                          f"{reached[0]:,}", f"{g.n:,}", search.seconds)
+                          f"{reached_vertices:,}", f"{g.n:,}", search.seconds)
     return search
 
 

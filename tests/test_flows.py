@@ -1,6 +1,8 @@
 """Flows and the command line, end to end on real Parquet files under a real Prefect server."""
 import json
+import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -373,3 +375,24 @@ def test_partitioned_flow_artifacts_layouts_and_a_killed_rank(tmp_path):
     rows = table_rows(artifacts_of(state)["pipeline-summary"])
     assert rows["validation"] == "not reached" and "died; nothing was written" in rows["error"]
     assert not (tmp_path / "killed-run").exists()
+
+
+def test_the_search_log_counts_every_vertex_reached(tmp_path, capsys, backend):
+    """A GPU search runs several levels per launch and reports once per launch: the log's
+    reached count comes from the distances (a path of 40 and a separate edge: 40 of 42)."""
+    chain = np.arange(40)
+    path = write(tmp_path / "g.parquet", src=pa.array(np.append(chain[:-1], 100)), dst=pa.array(np.append(chain[1:], 101)))
+    logger, messages = logging.getLogger("prefect.task_runs"), []
+    handler = logging.Handler(logging.INFO)
+    handler.emit = lambda record: messages.append(record.getMessage())
+    level = logger.level
+    logger.setLevel(logging.INFO)  # the tests' Prefect logs only warnings
+    logger.addHandler(handler)
+    try:
+        code, _, err = run(bfs_cli.main, [path, "--source", "0", "--backend", backend, "--output", str(tmp_path / "o")], capsys)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert code == 0, err
+    searches = [m for m in messages if ", reached " in m]
+    assert len(searches) == 1 and re.search(r"reached 40 of 42 vertices in [0-9.]+ s$", searches[0]), searches
