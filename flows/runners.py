@@ -68,21 +68,35 @@ def local_cluster(**kwargs):
     gpu = be.resolve() == "cupy"
     kwargs.setdefault("env", {"PREFECT_API_URL": _api_url(), "NCCL_NVLS_ENABLE": "0",
                               "GRAPH_WORKER_GPU": "1" if gpu else "0"})
-    # each worker imports the task modules (and creates its CUDA context) as it starts, not
-    # in the first task (flows/worker_start.py)
+    # each worker imports the task modules (and a GPU worker warms up) as it starts, not in
+    # the first task (flows/worker_start.py)
     kwargs.setdefault("preload", ["flows.worker_start"])
     if gpu:
-        from dask_cuda import LocalCUDACluster
-
         # Dask's own messages are small: TCP, whatever UCX may offer; the ranks' data goes
         # through NCCL
         kwargs.setdefault("protocol", "tcp")
-        return LocalCUDACluster(**kwargs)
+        return _gpu_cluster(**kwargs)
     from distributed import LocalCluster
 
     # one thread per worker: the NumPy kernels are single-threaded, and a second thread would
     # only hold a second copy of a large graph in the same process
     return LocalCluster(n_workers=cpu_workers(), threads_per_worker=1, **kwargs)
+
+
+def _gpu_cluster(env: dict, **kwargs):
+    """A LocalCUDACluster whose workers get ``env`` too: LocalCUDACluster gives each worker an
+    environment of CUDA_VISIBLE_DEVICES alone, in place of the one it was asked for (dask-cuda
+    26.10). Merged into each worker's spec, it holds for a worker the nanny restarts as well."""
+    from dask_cuda import LocalCUDACluster
+
+    class Cluster(LocalCUDACluster):
+        def new_worker_spec(self):
+            spec = super().new_worker_spec()
+            for worker in spec.values():
+                worker["options"]["env"] = {**env, **worker["options"].get("env", {})}
+            return spec
+
+    return Cluster(**kwargs)
 
 
 def cpu_workers() -> int:
