@@ -65,13 +65,11 @@ def local_cluster(**kwargs):
     # the workers report task runs to the server this flow run uses: without PREFECT_API_URL
     # each worker process would start a temporary server of its own. NVLink multicast stays
     # off for the NCCL communicators of partitioned runs (the ranks also set it themselves).
-    gpu = be.resolve() == "cupy"
-    kwargs.setdefault("env", {"PREFECT_API_URL": _api_url(), "NCCL_NVLS_ENABLE": "0",
-                              "GRAPH_WORKER_GPU": "1" if gpu else "0"})
-    # each worker imports the task modules (and a GPU worker warms up) as it starts, not in
-    # the first task (flows/worker_start.py)
+    kwargs.setdefault("env", {"PREFECT_API_URL": _api_url(), "NCCL_NVLS_ENABLE": "0"})
+    # each worker imports the task modules as it starts, not in the first task
+    # (flows/worker_start.py)
     kwargs.setdefault("preload", ["flows.worker_start"])
-    if gpu:
+    if be.resolve() == "cupy":
         # Dask's own messages are small: TCP, whatever UCX may offer; the ranks' data goes
         # through NCCL
         kwargs.setdefault("protocol", "tcp")
