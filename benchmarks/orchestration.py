@@ -11,12 +11,13 @@ written at once), then:
   run that compiles the CUDA kernels into CuPy's on-disk cache) and in a fresh process, which
   also reports its peak RSS and its GPU memory (CuPy pool's peak plus what the device shows in
   use beyond it: the CUDA context, the module);
-- flow (input compressions named by --flows): `pipeline_flow` on a cluster it starts itself
-  (what a CLI run or a deployment without --dask-address does), and on a cluster started
-  beforehand and warmed by one run (repeated runs with --dask-address). The seconds the flow
-  spends outside its stages (task hand-offs, cluster start) are recorded as the gap, the
-  task runs' start and end as the timeline, and the seconds before the flow run's start and
-  after its end (creating the run; the task runner's exit, the cluster's close) apart.
+- flow (input compressions named by --flows): `pipeline_flow` on a cluster it starts itself,
+  its workers starting while the flow run is created (what a CLI run without --dask-address
+  does), and on a cluster started beforehand and warmed by one run (repeated runs with
+  --dask-address). The seconds the flow spends outside its stages (task hand-offs, cluster
+  start) are recorded as the gap, the task runs' start and end as the timeline, and the
+  seconds before the flow run's start and after its end (creating the run; the task runner's
+  exit, the cluster's close) apart.
 The Prefect server is the one PREFECT_API_URL names; start one first (one server for the flow
 and its Dask workers). Appends one record per input compression to FILE.
 """
@@ -172,17 +173,23 @@ def task_timeline(flow_run_id, called: float | None = None, returned: float | No
 
 def flow_records(path: str, source_id: int, work: Path, backend: str, runner: str) -> dict:
     from flows.pipeline import pipeline_flow
-    from flows.runners import local_cluster, task_runner
+    from flows.runners import local_cluster, task_runner, uses_dask
 
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     def timed_flow(task_runner_, output):
         called, started = time.time(), time.perf_counter()
         # as the command line runs a flow: without the heartbeat, whose thread the end of a run
-        # waits for (up to a second)
+        # waits for (up to a second), and a cluster of its own started as the run is created
         with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-            state = pipeline_flow.with_options(task_runner=task_runner_)(
-                path, source=[str(source_id)], output=str(work / output), backend=backend, return_state=True)
+            if uses_dask(task_runner_):
+                task_runner_.start_cluster_early()
+            try:
+                state = pipeline_flow.with_options(task_runner=task_runner_)(
+                    path, source=[str(source_id)], output=str(work / output), backend=backend, return_state=True)
+            finally:
+                if uses_dask(task_runner_):
+                    task_runner_.discard_early_cluster()
         seconds = time.perf_counter() - started
         summary = state.result()
         summary["timeline"], summary["outside"] = task_timeline(state.state_details.flow_run_id, called, called + seconds)

@@ -93,3 +93,64 @@ def test_a_cluster_the_flow_run_starts_is_closed_at_once_with_its_workers_logs_s
         artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(task_run_id=ArtifactFilterTaskRunId(any_=[task_run_id])))
     assert any(log.message == "reporting own-cluster" for log in logs)
     assert len(artifacts) == 1
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def scheduler_address() -> str:
+    from distributed import get_worker
+
+    return get_worker().scheduler.address
+
+
+@flow(persist_result=False)
+def where_tasks_run() -> str:
+    return scheduler_address.submit().result()
+
+
+@flow(persist_result=False)
+def submits_nothing() -> int:
+    return 1
+
+
+def _new_processes(before: set) -> list:
+    import psutil
+
+    return [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()
+            and p.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(p.cmdline())]
+
+
+def test_a_cluster_started_early_is_the_one_the_flow_run_uses_and_closes(monkeypatch):
+    """start_cluster_early: the workers start while the flow run is created; the run's
+    duplicate of the runner takes that cluster, runs its tasks there and closes it."""
+    import psutil
+
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
+    monkeypatch.setenv("GRAPH_BACKEND", "numpy")
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    runner = task_runner("dask")
+    runner.start_cluster_early()
+    early = runner._early.result(timeout=120)
+    state = where_tasks_run.with_options(task_runner=runner)(return_state=True)
+    runner.discard_early_cluster()  # nothing left to discard: the run took it
+    assert state.is_completed()
+    assert state.result() == early.scheduler_address
+    assert early.status.name == "closed"
+    assert _new_processes(before) == []
+
+
+def test_a_cluster_started_early_that_no_task_took_is_closed(monkeypatch):
+    """A run that submits nothing, and a runner whose flow never ran, leave no worker behind."""
+    import psutil
+
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
+    monkeypatch.setenv("GRAPH_BACKEND", "numpy")
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    runner = task_runner("dask")
+    runner.start_cluster_early()
+    state = submits_nothing.with_options(task_runner=runner)(return_state=True)
+    assert state.is_completed() and _new_processes(before) == []
+    unused = task_runner("dask")
+    unused.start_cluster_early()
+    cluster = unused._early.result(timeout=120)
+    unused.discard_early_cluster()
+    assert cluster.status.name == "closed" and _new_processes(before) == []
