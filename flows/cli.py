@@ -183,6 +183,9 @@ def run_command(kind: str):
     code = main(kind)
     sys.stdout.flush()
     sys.stderr.flush()
+    spec = sys.modules.get("distributed.deploy.spec")
+    if spec is not None:  # a cluster still open here was left while it started: its workers end with us
+        atexit.unregister(spec.close_clusters)
     atexit._run_exitfuncs()
     os._exit(code)
 

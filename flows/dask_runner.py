@@ -31,7 +31,6 @@ import threading
 import uuid
 from collections import OrderedDict
 from concurrent.futures import Future
-from concurrent.futures import wait as wait_for_futures
 from contextlib import contextmanager
 from typing import Any
 
@@ -180,14 +179,13 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
 
         threading.Thread(target=start, args=(self._early,), name="dask-cluster-start", daemon=True).start()
 
-    def discard_early_cluster(self, wait: bool = False) -> None:
-        """Close a cluster started early that no flow run took. If it is still starting (a run
-        stopped by a signal), it is closed as soon as it has started, unless ``wait``: this
-        does not wait for it (its workers also leave by themselves when this process ends)."""
+    def discard_early_cluster(self) -> None:
+        """Close a cluster started early that no flow run took: at once, or, while it is still
+        starting, as soon as it has started. This does not wait for it (a run that failed
+        before its first task reports at once; the workers also leave by themselves when this
+        process ends)."""
         early, self._early = self._early, None
         if early is not None:
-            if wait:
-                wait_for_futures([early])
             early.add_done_callback(_close_started_cluster)
 
     def duplicate(self):
@@ -199,7 +197,13 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
             def take_early_cluster(**kwargs):
                 """The cluster started early, once; a cluster made afresh after that."""
                 taken, copy._early = copy._early, None
-                return taken.result() if taken is not None else make(**kwargs)
+                if taken is None:
+                    return make(**kwargs)
+                try:
+                    return taken.result()
+                except BaseException:  # it failed to start, or Ctrl-C while it starts
+                    taken.add_done_callback(_close_started_cluster)
+                    raise
 
             take_early_cluster.__qualname__ = getattr(make, "__qualname__", "cluster")
             take_early_cluster.__module__ = getattr(make, "__module__", __name__)
@@ -231,12 +235,16 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
             except Exception:  # a worker already gone: the graceful close below still runs
                 pass
         super().__exit__(*exc_info)
-        self.discard_early_cluster(wait=True)  # a run that submitted nothing did not take it
+        self.discard_early_cluster()  # a run that submitted nothing did not take it
 
 
 def _close_started_cluster(started: Future) -> None:
-    if started.exception() is None:  # one that failed to start has nothing to close
+    if started.exception() is not None:  # one that failed to start has nothing to close
+        return
+    try:
         started.result().close()
+    except Exception:  # at interpreter exit distributed closes every cluster too: one close wins
+        pass
 
 
 async def _leave_fast_after_sending_prefect_reports(timeout: float = 10) -> None:

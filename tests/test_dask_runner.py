@@ -119,9 +119,20 @@ def _new_processes(before: set) -> list:
             and p.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(p.cmdline())]
 
 
+def _closes(cluster, before: set, seconds: float = 30) -> bool:
+    """Whether the cluster is closed and its workers are gone within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while cluster.status.name != "closed" or _new_processes(before):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
 def test_a_cluster_started_early_is_the_one_the_flow_run_uses_and_closes(monkeypatch):
     """start_cluster_early: the workers start while the flow run is created; the run's
-    duplicate of the runner takes that cluster, runs its tasks there and closes it."""
+    duplicate of the runner waits for that cluster at its first submit, runs its tasks there and
+    closes it."""
     import psutil
 
     monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
@@ -129,17 +140,18 @@ def test_a_cluster_started_early_is_the_one_the_flow_run_uses_and_closes(monkeyp
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     runner = task_runner("dask")
     runner.start_cluster_early()
-    early = runner._early.result(timeout=120)
+    early = runner._early
     state = where_tasks_run.with_options(task_runner=runner)(return_state=True)
     runner.discard_early_cluster()  # nothing left to discard: the run took it
     assert state.is_completed()
-    assert state.result() == early.scheduler_address
-    assert early.status.name == "closed"
+    assert state.result() == early.result().scheduler_address
+    assert early.result().status.name == "closed"
     assert _new_processes(before) == []
 
 
 def test_a_cluster_started_early_that_no_task_took_is_closed(monkeypatch):
-    """A run that submits nothing, and a runner whose flow never ran, leave no worker behind."""
+    """A run that submits nothing, and a runner whose flow never ran, leave no worker behind:
+    each cluster is closed once it has started, without holding up the caller."""
     import psutil
 
     monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
@@ -147,10 +159,12 @@ def test_a_cluster_started_early_that_no_task_took_is_closed(monkeypatch):
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     runner = task_runner("dask")
     runner.start_cluster_early()
+    early = runner._early
     state = submits_nothing.with_options(task_runner=runner)(return_state=True)
-    assert state.is_completed() and _new_processes(before) == []
+    assert state.is_completed()
+    assert _closes(early.result(timeout=120), before)
     unused = task_runner("dask")
     unused.start_cluster_early()
-    cluster = unused._early.result(timeout=120)
-    unused.discard_early_cluster()
-    assert cluster.status.name == "closed" and _new_processes(before) == []
+    early = unused._early
+    unused.discard_early_cluster()  # while it starts
+    assert _closes(early.result(timeout=120), before)

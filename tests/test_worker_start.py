@@ -19,11 +19,15 @@ def test_gpu_workers_get_the_flows_server_nvlink_multicast_off_and_the_task_modu
     """LocalCUDACluster gives each worker an environment of CUDA_VISIBLE_DEVICES alone; the
     flow's cluster adds the server the flow reports to and NCCL_NVLS_ENABLE=0."""
     from distributed import Client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from flows.runners import _api_url, local_cluster
+    from flows.runners import local_cluster
 
+    url = os.environ["PREFECT_API_URL"]
     monkeypatch.setenv("GRAPH_BACKEND", "cupy")
-    monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)  # so that it is not inherited from here
-    with local_cluster(n_workers=1, CUDA_VISIBLE_DEVICES="0") as cluster, Client(cluster) as client:
-        seen = client.run(worker_view)
-    assert list(seen.values()) == [(_api_url(), "0", True)]
+    for name in ("NCCL_NVLS_ENABLE", "PREFECT_API_URL"):  # so that the workers do not inherit them
+        monkeypatch.delenv(name, raising=False)
+    with temporary_settings(updates={PREFECT_API_URL: url}):
+        with local_cluster(n_workers=1, CUDA_VISIBLE_DEVICES="0") as cluster, Client(cluster) as client:
+            seen = client.run(worker_view)
+    assert list(seen.values()) == [(url, "0", True)]
