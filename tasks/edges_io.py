@@ -11,7 +11,9 @@ one row group of one file at a time, and an error names that file and the row wi
 (counted from 0).
 
 Outputs are written to a temporary file beside the target and renamed over it, so a reader
-sees the old file or the new one, never a partial one.
+sees the old file or the new one, never a partial one. Each names its result in its footer's
+key-value metadata (RESULT_KEY), and a dataset that holds such a file beside edge files is
+refused: the result would be read as edges.
 """
 from __future__ import annotations
 
@@ -325,9 +327,12 @@ def _plan(path: str, files: list[Path], src_col: str, dst_col: str, weight_col: 
     columns = list(dict.fromkeys([src_col, dst_col] + ([weight_col] if weight_col else [])))
     units, rows, first_of_kind, id_types, weight_types = [], 0, {}, set(), set()
     id_range = [None, None]  # lowest and highest id by the footers' statistics; None: unknown
+    results = {}  # file -> the result it is, for files an earlier run wrote (see RESULT_KEY)
     for file in files:
         with _open(file, columns, (src_col, dst_col), weight_col) as parquet:
             meta, schema = parquet.metadata, parquet.schema_arrow
+        if RESULT_KEY in (meta.metadata or {}):
+            results[file] = meta.metadata[RESULT_KEY].decode(errors="replace")
         file_rows = _check_row_counts(file, meta, columns)
         kinds = {c: _id_kind(schema.field(c).type) for c in (src_col, dst_col)}
         if kinds[src_col] != kinds[dst_col]:
@@ -353,6 +358,7 @@ def _plan(path: str, files: list[Path], src_col: str, dst_col: str, weight_col: 
             file_row += count
             rows += count
         assert file_row == file_rows
+    _refuse_results_among_edges(path, files, results)
     if rows == 0:
         raise InputError(f"{path}: the edge list is empty (0 rows)")
     mixed = np.dtype(np.uint64) in id_types and any(t.kind == "i" for t in id_types)
@@ -365,6 +371,19 @@ def _plan(path: str, files: list[Path], src_col: str, dst_col: str, weight_col: 
     if None not in id_range and False not in id_range:
         bound = min(bound, id_range[1] - id_range[0] + 1)
     return _Plan(units, rows, columns, "integer" not in first_of_kind, id_type, mixed, weight_type, bound)
+
+
+def _refuse_results_among_edges(path: str, files: list[Path], results: dict[Path, str]) -> None:
+    """A dataset of edge files that also holds a result file of an earlier run would read the
+    result's rows as more edges (a forest has the columns of an edge list). Every file a result,
+    or none, is fine: a forest or a result dataset given as the input is an edge list."""
+    if not results or len(results) == len(files):
+        return
+    file = next(f for f in files if f in results)
+    edges = next(f for f in files if f not in results)
+    raise InputError(f"{file}: is the {results[file]} result of an earlier run, but {edges} is an edge list of "
+                     f"the same input {path}; move the result out of it, or start its name or folder with _ "
+                     "to skip it")
 
 
 def _widen(id_range: list, group: pq.RowGroupMetaData, columns: tuple[str, str]) -> None:
@@ -751,6 +770,12 @@ def dictionary_columns(table: pa.Table) -> list[str]:
     return chosen
 
 
+# Every result file carries this key in its footer's key-value metadata, naming the result
+# (mst_edges.parquet, ...). A result that lands where a later run reads a dataset (a one-file
+# run's default output/ under a dataset folder that is the current directory, say) would
+# otherwise be read back as edges; the reader refuses such a mix by the key.
+RESULT_KEY = b"parquet-graph-pipeline.result"
+
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 RESULT_PART = re.compile(r"part-\d{5}\.parquet")  # a partitioned run's part files (tasks/partitioned_io.py)
@@ -817,9 +842,18 @@ def remove_earlier_bfs_results(output: str | os.PathLike, written: list[str | os
     return removed
 
 
+def result_name(target: Path) -> str:
+    """The result a file holds: its own name, or for a partitioned run's part file the name of
+    the folder of parts it belongs to (mst_edges.parquet/part-00001.parquet: mst_edges.parquet)."""
+    return target.parent.name if RESULT_PART.fullmatch(target.name) else target.name
+
+
 def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPRESSION, threads: int = 1) -> Path:
     """Write ``table`` to ``target`` through a temporary file in the same directory + rename,
-    encoded on up to ``threads`` cores (tasks.parquet_concat.write_table_parallel)."""
+    encoded on up to ``threads`` cores (tasks.parquet_concat.write_table_parallel). The file's
+    footer names the result (RESULT_KEY)."""
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           RESULT_KEY: result_name(target).encode()})
     fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target), suffix=".tmp", dir=target.parent)
     os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; a result is as readable as the umask says
     os.close(fd)

@@ -1,0 +1,77 @@
+"""Inputs found wanting by a third search for wrong answers, each pinned by a named case."""
+from collections import deque
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from flows import bfs as bfs_cli
+from flows import mst as mst_cli
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+EDGES = pa.table({"src": pa.array([0, 1, 2, 3, 0], pa.int64()), "dst": pa.array([1, 2, 3, 0, 2], pa.int64()),
+                  "weight": pa.array([1.0, 1.0, 2.0, 1.0, 0.5])})
+
+
+def run(main, argv, capsys):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def listing(path: Path) -> list[Path]:
+    return sorted(p.relative_to(path) for p in path.rglob("*"))
+
+
+@pytest.mark.parametrize("partitions", [None, ("--partitions", "2", "--output-layout", "file"),
+                                        ("--partitions", "2", "--output-layout", "dataset")],
+                         ids=["one-partition", "partitioned-file", "partitioned-dataset"])
+def test_a_result_written_inside_a_dataset_is_not_read_back_as_edges(tmp_path, capsys, monkeypatch, partitions):
+    """A run on one file of a dataset writes its forest into a folder of the dataset (the default
+    output/ when the dataset folder is the current directory). A later run on the whole dataset
+    read the forest's rows as more edges, silently: the forest has the columns of an edge list."""
+    data = tmp_path / "data"
+    data.mkdir()
+    pq.write_table(EDGES, data / "part-0.parquet")
+    if partitions:
+        monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
+        partitions = [*partitions, "--runner", "dask", "--backend", "numpy"]
+    code, _, err = run(mst_cli.main, [data / "part-0.parquet", "--output", data / "results", *(partitions or [])], capsys)
+    assert code == 0, err
+    result = data / "results" / "mst_edges.parquet"
+    first = sorted(result.rglob("*.parquet"))[0] if result.is_dir() else result
+    before = listing(tmp_path)
+    code, out, err = run(mst_cli.main, [data, "--output", tmp_path / "out"], capsys)
+    assert code == 1 and out == ""
+    lines = err.strip().splitlines()
+    assert lines == [f"error: {first}: is the mst_edges.parquet result of an earlier run, but {data / 'part-0.parquet'} "
+                     f"is an edge list of the same input {data}; move the result out of it, or start its name or "
+                     "folder with _ to skip it"]
+    assert listing(tmp_path) == before
+
+
+def test_a_forest_given_as_the_input_is_an_edge_list(tmp_path, capsys):
+    """Results alone (a forest file, or the folder holding only it) are read as edges: a search
+    over the spanning forest is a use, not a mistake."""
+    pq.write_table(EDGES, tmp_path / "g.parquet")
+    assert run(mst_cli.main, [tmp_path / "g.parquet", "--output", tmp_path / "o"], capsys)[0] == 0
+    forest = pq.read_table(tmp_path / "o" / "mst_edges.parquet")
+    assert forest.num_rows == 3
+    for given in (tmp_path / "o" / "mst_edges.parquet", tmp_path / "o"):
+        code, _, err = run(bfs_cli.main, [given, "--source", "3", "--output", tmp_path / "b"], capsys)
+        assert code == 0, err
+        adjacent = {}
+        for u, v in zip(forest["src"].to_pylist(), forest["dst"].to_pylist()):
+            adjacent.setdefault(u, []).append(v)
+            adjacent.setdefault(v, []).append(u)
+        expected, queue = {3: 0}, deque([3])
+        while queue:
+            u = queue.popleft()
+            for v in adjacent[u]:
+                if v not in expected:
+                    expected[v] = expected[u] + 1
+                    queue.append(v)
+        got = pq.read_table(tmp_path / "b" / "bfs_distances.parquet")
+        assert dict(zip(got["vertex"].to_pylist(), got["distance"].to_pylist())) == expected
