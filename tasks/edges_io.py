@@ -662,19 +662,25 @@ def _read_by_walk(folder: str, walked: set[str]) -> bool:
 def check_output_paths(input: str, targets: list[str | os.PathLike], directories: bool = False) -> None:
     """Refuse, before anything is read, result files that could not be written or that a later
     run would read back as input: an output folder inside the input dataset (unless under a
-    folder the dataset walk skips, such as `_results/`), a result path taken by a folder (unless
-    ``directories``: a partitioned run replaces a file or a dataset folder whole; or the folder
-    is a partitioned run's result, which a one-partition run replaces), an output folder path
-    taken by a file."""
+    folder the dataset walk skips, such as `_results/`), a result path taken by a folder other
+    than a partitioned run's result (which any run replaces whole) or, where ``directories`` (a
+    partitioned run, which replaces a result path whole), an empty folder; an output folder
+    path taken by a file."""
     walked = _walked_folders(Path(input)) if os.path.isdir(input) else set()
     for target in map(Path, targets):
         out = target.parent
         if _read_by_walk(os.path.realpath(out), walked):
             raise OutputError(f"{out}: output folder is inside the input dataset {input}, so a later run "
                               "would read the results as input; write them elsewhere")
-        if os.path.lexists(target) and not (target.is_file() or (directories and target.is_dir())
-                                            or is_result_dataset(target)):
-            raise OutputError(f"{target}: output path exists and is not a regular file")
+        if os.path.lexists(target) and not (target.is_file() or is_result_dataset(target)):
+            # a partitioned run would replace a folder whole: only one that holds nothing of the user's
+            if directories and target.is_dir():
+                if any(target.iterdir()):
+                    raise OutputError(f"{target}: output path is a folder that holds more than a partitioned "
+                                      "run's part files, so it is taken to be yours; remove it or write the "
+                                      "results elsewhere")
+            else:
+                raise OutputError(f"{target}: output path exists and is not a regular file")
         # whether a folder may be written is left to the write: with a remote Dask cluster the
         # workers write, and a path missing here may exist there
         existing = out

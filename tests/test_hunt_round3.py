@@ -75,3 +75,38 @@ def test_a_forest_given_as_the_input_is_an_edge_list(tmp_path, capsys):
                     queue.append(v)
         got = pq.read_table(tmp_path / "b" / "bfs_distances.parquet")
         assert dict(zip(got["vertex"].to_pylist(), got["distance"].to_pylist())) == expected
+
+
+@pytest.mark.parametrize("layout", ["file", "dataset"])
+def test_a_partitioned_run_refuses_a_folder_of_yours_at_a_result_path(tmp_path, capsys, monkeypatch, layout):
+    """A folder at mst_edges.parquet that holds more than a partitioned run's part files is the
+    user's: the run is refused before reading. It used to succeed, replacing the folder whole
+    and deleting what the user kept in it."""
+    pq.write_table(EDGES, tmp_path / "g.parquet")
+    out = tmp_path / "o"
+    (out / "mst_edges.parquet" / "mine").mkdir(parents=True)
+    (out / "mst_edges.parquet" / "mine" / "notes.txt").write_text("keep me")
+    (out / "mst_edges.parquet" / "part-00000.parquet").write_bytes(b"an older part")
+    before = listing(tmp_path)
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
+    code, out_text, err = run(mst_cli.main, [tmp_path / "g.parquet", "--output", out, "--partitions", "2",
+                                             "--output-layout", layout, "--runner", "dask", "--backend", "numpy"], capsys)
+    assert code == 1 and out_text == ""
+    assert err.strip().splitlines() == [
+        f"error: {out / 'mst_edges.parquet'}: output path is a folder that holds more than a partitioned run's "
+        "part files, so it is taken to be yours; remove it or write the results elsewhere"]
+    assert listing(tmp_path) == before
+    assert (out / "mst_edges.parquet" / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_a_partitioned_run_replaces_an_earlier_result_folder_or_an_empty_one(tmp_path, capsys, monkeypatch):
+    pq.write_table(EDGES, tmp_path / "g.parquet")
+    out = tmp_path / "o"
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
+    argv = [tmp_path / "g.parquet", "--output", out, "--partitions", "2", "--runner", "dask", "--backend", "numpy"]
+    (out / "mst_edges.parquet").mkdir(parents=True)  # empty: nothing of anyone's is lost
+    assert run(mst_cli.main, [*argv, "--output-layout", "dataset"], capsys)[0] == 0
+    assert sorted(p.name for p in (out / "mst_edges.parquet").iterdir()) == ["part-00000.parquet", "part-00001.parquet"]
+    code, _, err = run(mst_cli.main, [*argv, "--output-layout", "file"], capsys)
+    assert code == 0, err
+    assert pq.read_table(out / "mst_edges.parquet").num_rows == 3
