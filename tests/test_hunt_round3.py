@@ -1,4 +1,6 @@
 """Inputs found wanting by a third search for wrong answers, each pinned by a named case."""
+import os
+import subprocess
 from collections import deque
 from pathlib import Path
 
@@ -110,3 +112,65 @@ def test_a_partitioned_run_replaces_an_earlier_result_folder_or_an_empty_one(tmp
     code, _, err = run(mst_cli.main, [*argv, "--output-layout", "file"], capsys)
     assert code == 0, err
     assert pq.read_table(out / "mst_edges.parquet").num_rows == 3
+
+
+@pytest.fixture
+def unwritable():
+    """Makes a folder unwritable, also for root (whose writes file permissions do not stop): by
+    the immutable attribute there, by its mode otherwise. Undone at the end of the test."""
+    made = []
+
+    def make(folder: Path) -> None:
+        if os.geteuid() == 0:
+            if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
+                pytest.skip("root, and chattr +i is not available to make a folder unwritable")
+        else:
+            folder.chmod(0o555)
+        made.append(folder)
+
+    yield make
+    for folder in made:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        else:
+            folder.chmod(0o755)
+
+
+def contents(path: Path) -> dict:
+    return {str(p.relative_to(path)): p.read_bytes() if p.is_file() else None for p in path.rglob("*")}
+
+
+def test_a_partitioned_run_replaces_all_its_results_or_none(tmp_path, capsys, monkeypatch, unwritable):
+    """The second source set's folder cannot be written: the run fails naming it, and the first
+    set's result, which was moved into place first, is not replaced either."""
+    pq.write_table(EDGES, tmp_path / "g.parquet")
+    out = tmp_path / "o"
+    argv = [tmp_path / "g.parquet", "--output", out]
+    code, _, err = run(bfs_cli.main, [*argv, "--source-set", "0", "--source-set", "1"], capsys)
+    assert code == 0, err
+    before = contents(tmp_path)
+    unwritable(out / "source-set-1")
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
+    code, out_text, err = run(bfs_cli.main, [*argv, "--source-set", "2", "--source-set", "3", "--partitions", "2",
+                                             "--runner", "dask", "--backend", "numpy"], capsys)
+    assert code == 1 and out_text == ""
+    assert err.strip().splitlines() == [f"error: {out / 'source-set-1'}: output directory is not writable"]
+    assert contents(tmp_path) == before
+
+
+def test_publish_puts_back_the_results_it_moved_when_a_later_move_fails(tmp_path):
+    """A move that fails once others are done (here: a result missing from staging) undoes them."""
+    from tasks.errors import OutputError
+    from tasks.partitioned_io import publish
+
+    staging, output = tmp_path / "o" / ".staging", tmp_path / "o"
+    (staging / "source-set-0").mkdir(parents=True)
+    (staging / "source-set-0" / "bfs_distances.parquet").write_bytes(b"new 0")
+    (staging / "mst_edges.parquet").write_bytes(b"new forest")
+    (output / "source-set-0").mkdir()
+    (output / "source-set-0" / "bfs_distances.parquet").write_bytes(b"old 0")
+    with pytest.raises(OutputError, match="no result was replaced"):
+        publish(staging, output, ["source-set-0/bfs_distances.parquet", "mst_edges.parquet",
+                                  "source-set-1/bfs_distances.parquet"])
+    assert (output / "source-set-0" / "bfs_distances.parquet").read_bytes() == b"old 0"
+    assert not (output / "mst_edges.parquet").exists()
