@@ -854,10 +854,10 @@ def result_name(target: Path) -> str:
     return target.parent.name if RESULT_PART.fullmatch(target.name) else target.name
 
 
-def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPRESSION, threads: int = 1) -> Path:
-    """Write ``table`` to ``target`` through a temporary file in the same directory + rename,
-    encoded on up to ``threads`` cores (tasks.parquet_concat.write_table_parallel). The file's
-    footer names the result (RESULT_KEY)."""
+def _write_temporary(table: pa.Table, target: Path, compression: str, threads: int) -> Path:
+    """``table`` encoded on up to ``threads`` cores (tasks.parquet_concat.write_table_parallel)
+    into a temporary file beside ``target``, on disk (fsynced); its footer names the result
+    (RESULT_KEY). Nothing is left behind on failure."""
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            RESULT_KEY: result_name(target).encode()})
     fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target), suffix=".tmp", dir=target.parent)
@@ -868,15 +868,35 @@ def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPR
                              use_dictionary=dictionary_columns(table))
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
-        stopping.check(f"publishing {target}")
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    return Path(tmp)
+
+
+def _move_into_place(tmp: Path, target: Path) -> None:
+    try:
         if is_result_dataset(target):  # a partitioned run's result: replaced whole by this file
-            _replace_dataset(Path(tmp), target)
+            _replace_dataset(tmp, target)
         else:
             os.replace(tmp, target)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        _unlink_quietly(tmp)
         raise
+
+
+def _unlink_quietly(path: str | os.PathLike) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPRESSION, threads: int = 1) -> Path:
+    """Write ``table`` to ``target`` through a temporary file in the same directory + rename."""
+    tmp = _write_temporary(table, target, compression, threads)
+    stopping.check(f"publishing {target}")
+    _move_into_place(tmp, target)
     return target
 
 
@@ -894,7 +914,8 @@ def _replace_dataset(new: Path, target: Path) -> None:
 def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEFAULT_COMPRESSION) -> list[Path]:
     """Write result files (target path -> table), all at once, the cores shared out among them
     (a Parquet writer encodes on one core and releases the GIL; each file is encoded in pieces,
-    one per core it gets). Each lands whole or not at all."""
+    one per core it gets). Every file is encoded to a temporary first, and only once all are on
+    disk are they renamed into place: a write that fails (a full disk, say) replaces none."""
     if compression not in COMPRESSIONS:
         raise OutputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
     targets = [Path(t) for t in tables]
@@ -903,14 +924,27 @@ def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEF
         remove_stale_temporaries(out)
 
     cores = len(os.sched_getaffinity(0))
+    written: dict[Path, Path] = {}  # target -> its temporary, once on disk
 
-    def write(target: Path, table: pa.Table) -> Path:
+    def write(target: Path, table: pa.Table) -> None:
         try:
-            return write_atomic(table, target, compression, threads=max(1, cores // len(targets)))
+            written[target] = _write_temporary(table, target, compression, threads=max(1, cores // len(targets)))
         except OSError as exc:
             raise OutputError(f"{target}: cannot write results ({exc.strerror or exc})") from None
 
-    if len(targets) == 1:
-        return [write(targets[0], next(iter(tables.values())))]
-    with ThreadPoolExecutor(max_workers=min(len(targets), cores)) as pool:
-        return list(pool.map(write, targets, tables.values()))
+    try:
+        if len(targets) == 1:
+            write(targets[0], next(iter(tables.values())))
+        else:
+            with ThreadPoolExecutor(max_workers=min(len(targets), cores)) as pool:
+                list(pool.map(write, targets, tables.values()))
+        stopping.check(f"publishing {', '.join(map(str, targets))}")
+        for target in targets:
+            try:
+                _move_into_place(written.pop(target), target)
+            except OSError as exc:
+                raise OutputError(f"{target}: cannot write results ({exc.strerror or exc})") from None
+    finally:
+        for tmp in written.values():  # a failure before every file was in place
+            _unlink_quietly(tmp)
+    return targets

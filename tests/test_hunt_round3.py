@@ -1,5 +1,6 @@
 """Inputs found wanting by a third search for wrong answers, each pinned by a named case."""
 import os
+import socket
 import subprocess
 from collections import deque
 from pathlib import Path
@@ -174,3 +175,28 @@ def test_publish_puts_back_the_results_it_moved_when_a_later_move_fails(tmp_path
                                   "source-set-1/bfs_distances.parquet"])
     assert (output / "source-set-0" / "bfs_distances.parquet").read_bytes() == b"old 0"
     assert not (output / "mst_edges.parquet").exists()
+
+
+def test_results_written_together_replace_all_or_none(tmp_path):
+    """Results are written at once; the distances' file cannot be created (its temporary's path
+    is too long for the system, as a full disk would fail it), while the forest's can. The
+    forest used to replace the old one all the same, leaving two runs' results mixed."""
+    from tasks.edges_io import write_many
+    from tasks.errors import OutputError
+
+    # the distances' temporary is 18 characters longer than the forest's: PATH_MAX falls between
+    temporary = len(f"/.bfs_distances.parquet~{socket.gethostname()}~{os.getpid()}~12345678.tmp")
+    length = os.pathconf("/", "PC_PATH_MAX") - temporary - len("/source-set-0") + 5
+    out = tmp_path
+    while len(str(out)) < length - 200:
+        out = out / ("d" * 190)
+    out = out / ("d" * (length - len(str(out)) - 1))
+    (out / "source-set-0").mkdir(parents=True)
+    (out / "mst_edges.parquet").write_bytes(b"an older forest")
+    (out / "source-set-0" / "bfs_distances.parquet").write_bytes(b"older distances")
+    before = contents(tmp_path)
+    with pytest.raises(OutputError, match="bfs_distances.parquet: cannot write results \\(File name too long\\)"):
+        write_many({out / "mst_edges.parquet": EDGES, out / "source-set-0" / "bfs_distances.parquet": EDGES})
+    assert contents(tmp_path) == before
+    write_many({out / "mst_edges.parquet": EDGES})  # alone, it fits
+    assert pq.read_table(out / "mst_edges.parquet").equals(EDGES)
