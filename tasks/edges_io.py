@@ -892,14 +892,6 @@ def _unlink_quietly(path: str | os.PathLike) -> None:
         pass
 
 
-def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPRESSION, threads: int = 1) -> Path:
-    """Write ``table`` to ``target`` through a temporary file in the same directory + rename."""
-    tmp = _write_temporary(table, target, compression, threads)
-    stopping.check(f"publishing {target}")
-    _move_into_place(tmp, target)
-    return target
-
-
 def _replace_dataset(new: Path, target: Path) -> None:
     if exchange_paths(new, target):
         remove_path(new)  # now the old dataset
