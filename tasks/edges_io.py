@@ -11,7 +11,9 @@ one row group of one file at a time, and an error names that file and the row wi
 (counted from 0).
 
 Outputs are written to a temporary file beside the target and renamed over it, so a reader
-sees the old file or the new one, never a partial one.
+sees the old file or the new one, never a partial one. Each names its result in its footer's
+key-value metadata (RESULT_KEY), and a dataset that holds such a file beside edge files is
+refused: the result would be read as edges.
 """
 from __future__ import annotations
 
@@ -325,9 +327,12 @@ def _plan(path: str, files: list[Path], src_col: str, dst_col: str, weight_col: 
     columns = list(dict.fromkeys([src_col, dst_col] + ([weight_col] if weight_col else [])))
     units, rows, first_of_kind, id_types, weight_types = [], 0, {}, set(), set()
     id_range = [None, None]  # lowest and highest id by the footers' statistics; None: unknown
+    results = {}  # file -> the result it is, for files an earlier run wrote (see RESULT_KEY)
     for file in files:
         with _open(file, columns, (src_col, dst_col), weight_col) as parquet:
             meta, schema = parquet.metadata, parquet.schema_arrow
+        if RESULT_KEY in (meta.metadata or {}):
+            results[file] = meta.metadata[RESULT_KEY].decode(errors="replace")
         file_rows = _check_row_counts(file, meta, columns)
         kinds = {c: _id_kind(schema.field(c).type) for c in (src_col, dst_col)}
         if kinds[src_col] != kinds[dst_col]:
@@ -353,6 +358,7 @@ def _plan(path: str, files: list[Path], src_col: str, dst_col: str, weight_col: 
             file_row += count
             rows += count
         assert file_row == file_rows
+    _refuse_results_among_edges(path, files, results)
     if rows == 0:
         raise InputError(f"{path}: the edge list is empty (0 rows)")
     mixed = np.dtype(np.uint64) in id_types and any(t.kind == "i" for t in id_types)
@@ -365,6 +371,19 @@ def _plan(path: str, files: list[Path], src_col: str, dst_col: str, weight_col: 
     if None not in id_range and False not in id_range:
         bound = min(bound, id_range[1] - id_range[0] + 1)
     return _Plan(units, rows, columns, "integer" not in first_of_kind, id_type, mixed, weight_type, bound)
+
+
+def _refuse_results_among_edges(path: str, files: list[Path], results: dict[Path, str]) -> None:
+    """A dataset of edge files that also holds a result file of an earlier run would read the
+    result's rows as more edges (a forest has the columns of an edge list). Every file a result,
+    or none, is fine: a forest or a result dataset given as the input is an edge list."""
+    if not results or len(results) == len(files):
+        return
+    file = next(f for f in files if f in results)
+    edges = next(f for f in files if f not in results)
+    raise InputError(f"{file}: is the {results[file]} result of an earlier run, but {edges} is an edge list of "
+                     f"the same input {path}; move the result out of it, or start its name or folder with _ "
+                     "to skip it")
 
 
 def _widen(id_range: list, group: pq.RowGroupMetaData, columns: tuple[str, str]) -> None:
@@ -643,19 +662,25 @@ def _read_by_walk(folder: str, walked: set[str]) -> bool:
 def check_output_paths(input: str, targets: list[str | os.PathLike], directories: bool = False) -> None:
     """Refuse, before anything is read, result files that could not be written or that a later
     run would read back as input: an output folder inside the input dataset (unless under a
-    folder the dataset walk skips, such as `_results/`), a result path taken by a folder (unless
-    ``directories``: a partitioned run replaces a file or a dataset folder whole; or the folder
-    is a partitioned run's result, which a one-partition run replaces), an output folder path
-    taken by a file."""
+    folder the dataset walk skips, such as `_results/`), a result path taken by a folder other
+    than a partitioned run's result (which any run replaces whole) or, where ``directories`` (a
+    partitioned run, which replaces a result path whole), an empty folder; an output folder
+    path taken by a file."""
     walked = _walked_folders(Path(input)) if os.path.isdir(input) else set()
     for target in map(Path, targets):
         out = target.parent
         if _read_by_walk(os.path.realpath(out), walked):
             raise OutputError(f"{out}: output folder is inside the input dataset {input}, so a later run "
                               "would read the results as input; write them elsewhere")
-        if os.path.lexists(target) and not (target.is_file() or (directories and target.is_dir())
-                                            or is_result_dataset(target)):
-            raise OutputError(f"{target}: output path exists and is not a regular file")
+        if os.path.lexists(target) and not (target.is_file() or is_result_dataset(target)):
+            # a partitioned run would replace a folder whole: only one that holds nothing of the user's
+            if directories and target.is_dir():
+                if any(target.iterdir()):
+                    raise OutputError(f"{target}: output path is a folder that holds more than a partitioned "
+                                      "run's part files, so it is taken to be yours; remove it or write the "
+                                      "results elsewhere")
+            else:
+                raise OutputError(f"{target}: output path exists and is not a regular file")
         # whether a folder may be written is left to the write: with a remote Dask cluster the
         # workers write, and a path missing here may exist there
         existing = out
@@ -751,6 +776,12 @@ def dictionary_columns(table: pa.Table) -> list[str]:
     return chosen
 
 
+# Every result file carries this key in its footer's key-value metadata, naming the result
+# (mst_edges.parquet, ...). A result that lands where a later run reads a dataset (a one-file
+# run's default output/ under a dataset folder that is the current directory, say) would
+# otherwise be read back as edges; the reader refuses such a mix by the key.
+RESULT_KEY = b"parquet-graph-pipeline.result"
+
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 RESULT_PART = re.compile(r"part-\d{5}\.parquet")  # a partitioned run's part files (tasks/partitioned_io.py)
@@ -817,9 +848,18 @@ def remove_earlier_bfs_results(output: str | os.PathLike, written: list[str | os
     return removed
 
 
-def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPRESSION, threads: int = 1) -> Path:
-    """Write ``table`` to ``target`` through a temporary file in the same directory + rename,
-    encoded on up to ``threads`` cores (tasks.parquet_concat.write_table_parallel)."""
+def result_name(target: Path) -> str:
+    """The result a file holds: its own name, or for a partitioned run's part file the name of
+    the folder of parts it belongs to (mst_edges.parquet/part-00001.parquet: mst_edges.parquet)."""
+    return target.parent.name if RESULT_PART.fullmatch(target.name) else target.name
+
+
+def _write_temporary(table: pa.Table, target: Path, compression: str, threads: int) -> Path:
+    """``table`` encoded on up to ``threads`` cores (tasks.parquet_concat.write_table_parallel)
+    into a temporary file beside ``target``, on disk (fsynced); its footer names the result
+    (RESULT_KEY). Nothing is left behind on failure."""
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           RESULT_KEY: result_name(target).encode()})
     fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target), suffix=".tmp", dir=target.parent)
     os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; a result is as readable as the umask says
     os.close(fd)
@@ -828,16 +868,28 @@ def write_atomic(table: pa.Table, target: Path, compression: str = DEFAULT_COMPR
                              use_dictionary=dictionary_columns(table))
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
-        stopping.check(f"publishing {target}")
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    return Path(tmp)
+
+
+def _move_into_place(tmp: Path, target: Path) -> None:
+    try:
         if is_result_dataset(target):  # a partitioned run's result: replaced whole by this file
-            _replace_dataset(Path(tmp), target)
+            _replace_dataset(tmp, target)
         else:
             os.replace(tmp, target)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        _unlink_quietly(tmp)
         raise
-    return target
+
+
+def _unlink_quietly(path: str | os.PathLike) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _replace_dataset(new: Path, target: Path) -> None:
@@ -854,7 +906,8 @@ def _replace_dataset(new: Path, target: Path) -> None:
 def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEFAULT_COMPRESSION) -> list[Path]:
     """Write result files (target path -> table), all at once, the cores shared out among them
     (a Parquet writer encodes on one core and releases the GIL; each file is encoded in pieces,
-    one per core it gets). Each lands whole or not at all."""
+    one per core it gets). Every file is encoded to a temporary first, and only once all are on
+    disk are they renamed into place: a write that fails (a full disk, say) replaces none."""
     if compression not in COMPRESSIONS:
         raise OutputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
     targets = [Path(t) for t in tables]
@@ -863,14 +916,27 @@ def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEF
         remove_stale_temporaries(out)
 
     cores = len(os.sched_getaffinity(0))
+    written: dict[Path, Path] = {}  # target -> its temporary, once on disk
 
-    def write(target: Path, table: pa.Table) -> Path:
+    def write(target: Path, table: pa.Table) -> None:
         try:
-            return write_atomic(table, target, compression, threads=max(1, cores // len(targets)))
+            written[target] = _write_temporary(table, target, compression, threads=max(1, cores // len(targets)))
         except OSError as exc:
             raise OutputError(f"{target}: cannot write results ({exc.strerror or exc})") from None
 
-    if len(targets) == 1:
-        return [write(targets[0], next(iter(tables.values())))]
-    with ThreadPoolExecutor(max_workers=min(len(targets), cores)) as pool:
-        return list(pool.map(write, targets, tables.values()))
+    try:
+        if len(targets) == 1:
+            write(targets[0], next(iter(tables.values())))
+        else:
+            with ThreadPoolExecutor(max_workers=min(len(targets), cores)) as pool:
+                list(pool.map(write, targets, tables.values()))
+        stopping.check(f"publishing {', '.join(map(str, targets))}")
+        for target in targets:
+            try:
+                _move_into_place(written.pop(target), target)
+            except OSError as exc:
+                raise OutputError(f"{target}: cannot write results ({exc.strerror or exc})") from None
+    finally:
+        for tmp in written.values():  # a failure before every file was in place
+            _unlink_quietly(tmp)
+    return targets

@@ -16,7 +16,7 @@ the share's first global row is ``row_offset``.
 
 Output: every rank writes its part of each result into one staging directory inside the output
 directory; the driver renames each result into place only after every rank has finished
-(``publish``). A result is a Parquet dataset directory (one ``part-RRRRR.parquet`` per rank,
+(``publish``: all of them, or none). A result is a Parquet dataset directory (one ``part-RRRRR.parquet`` per rank,
 layout ``dataset``) or one file (layout ``file``: once every part is on disk, one rank streams
 the parts into it row group by row group; results are dealt out to the ranks in turn, so they
 are merged at once). Renaming over an existing result exchanges the two atomically (renameat2's
@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from tasks.edges_io import (
     DEFAULT_COMPRESSION, _Plan, _plan, _read_unit, _run_in_order, _signs, _Signs, _unit_ids, _Uploader, _unit_weights,
-    dataset_files, exchange_paths, remove_path, write_many,
+    dataset_files, exchange_paths, prepare_output_dir, remove_path, write_many,
 )
 from tasks.errors import InputError, OutputError
 from tasks.parquet_concat import ParquetConcatError, concatenate_files
@@ -231,24 +231,63 @@ def merge_parts(staging: Path, result: str, size: int) -> Path:
 
 
 def publish(staging: Path, output: Path, results: list[str]) -> list[str]:
-    """Move each staged result to the same place under ``output``, replacing what is there."""
-    placed = []
+    """Move each staged result to the same place under ``output``, replacing what is there: all
+    of them, or none. Every folder is checked before the first move (one that cannot be written
+    is the usual failure); a move that fails anyway puts the results already moved back."""
+    for folder in dict.fromkeys((output / result).parent for result in results):
+        prepare_output_dir(folder)
+    moved = []  # (where the old result is kept, the result's path, how it was replaced), for undoing
+    target = output
     try:
         for result in results:
             new, target = staging / result, output / result
-            target.parent.mkdir(parents=True, exist_ok=True)
             if not target.exists() and not target.is_symlink():
                 os.rename(new, target)
+                moved.append((None, target, "added"))
             elif exchange_paths(new, target):
-                remove_path(new)  # now the old result
-            elif new.is_file() and target.is_file():
-                os.replace(new, target)
-            else:  # no atomic swap here: a reader may find the result missing for a moment
+                moved.append((new, target, "exchanged"))  # the old result is now at `new`
+            else:  # no atomic swap here: the old result waits in staging until every result is in place
                 old = staging / ".old" / result
                 old.parent.mkdir(parents=True, exist_ok=True)
-                os.rename(target, old)
-                os.rename(new, target)
-            placed.append(os.path.abspath(target))
+                if new.is_file() and target.is_file() and not target.is_symlink():
+                    try:
+                        os.link(target, old)  # kept for undoing; readers see the old file or the new one
+                    except OSError:  # a file system without hard links: this one cannot be undone
+                        old = None
+                    os.replace(new, target)
+                else:  # a reader may find the result missing for a moment
+                    os.rename(target, old)
+                    moved.append((old, target, "set aside"))
+                    os.rename(new, target)
+                    moved.pop()
+                moved.append((old, target, "replaced"))
     except OSError as exc:
-        raise OutputError(f"{output}: cannot write results ({exc.strerror or exc})") from None
-    return placed
+        undone = _undo(moved)
+        raise OutputError(f"{target.parent}: cannot write results ({exc.strerror or exc}); "
+                          + ("no result was replaced" if undone else "some results could not be put back")) from None
+    for kept, _, how in moved:
+        if how == "exchanged":
+            remove_path(kept)
+    return [os.path.abspath(output / result) for result in results]
+
+
+def _undo(moved: list[tuple]) -> bool:
+    """Put back what publish moved, last first. False where something could not be put back."""
+    undone = True
+    for kept, target, how in reversed(moved):
+        try:
+            if how == "added":
+                remove_path(target)
+            elif how == "exchanged":
+                undone = exchange_paths(kept, target) and undone
+            elif how == "set aside":
+                os.rename(kept, target)
+            elif kept is None:
+                undone = False
+            else:  # replaced: the old result back over the new one
+                if not (kept.is_file() and target.is_file()):
+                    remove_path(target)
+                os.replace(kept, target)
+        except OSError:
+            undone = False
+    return undone
