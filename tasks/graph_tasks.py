@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -438,17 +439,27 @@ def _exact_total(weights: np.ndarray) -> int:
 
 
 def _reported_total(weights) -> float | str:
-    """A sum to show (weights on either backend): a float, or where float64 cannot hold it,
-    its decimal text."""
+    """A sum to show (weights on either backend), within 2**-40 of the exact sum relative to
+    it however the weights cancel: a float, or where float64 cannot hold it, its decimal text."""
+    if weights.size == 0:
+        return 0.0
     xp = be.array_module(weights)
-    largest = float(xp.abs(weights).max()) if weights.size else 0.0
-    # scaled by a power of two so that no partial sum overflows (exact for weights this large)
-    shift = weights.size.bit_length() if largest >= np.finfo(np.float64).max / max(weights.size, 1) else 0
-    total = float((weights * 2.0**-shift).sum(dtype=np.float64))  # float32 sums overflow at 3.4e38
+    with np.errstate(over="ignore"):  # an overflow here sends the sum down the exact path
+        total = float(weights.sum(dtype=np.float64))  # float32 sums overflow at 3.4e38
+        magnitude = float(xp.abs(weights).sum(dtype=np.float64))
+    # a float64 sum of n terms lies within n * 2**-53 * sum(|w|) of the exact one: enough unless
+    # large weights cancel ([1e16, 1, 1, -1e16] sums to 0, not 2) or a partial sum overflows
+    if math.isfinite(magnitude) and weights.size * 2.0**-53 * magnitude <= 2.0**-40 * abs(total):
+        return total
+    host = be.to_host(weights).astype(np.float64)
     try:
-        return math.ldexp(total, shift)
-    except OverflowError:
-        return f"{Decimal(total) * Decimal(2) ** shift:.6e}"
+        return math.fsum(host.tolist())  # correctly rounded
+    except OverflowError:  # a partial sum beyond float64's range: sum exactly in integers
+        exact = Fraction(_exact_total(host), 2**1074)
+        try:
+            return float(exact)
+        except OverflowError:
+            return f"{Decimal(exact.numerator) / Decimal(exact.denominator):.6e}"
 
 
 def bfs_table(prepared: PreparedEdges, result: BFSResult) -> pa.Table:

@@ -396,3 +396,47 @@ def test_the_search_log_counts_every_vertex_reached(tmp_path, capsys, backend):
     assert code == 0, err
     searches = [m for m in messages if ", reached " in m]
     assert len(searches) == 1 and re.search(r"reached 40 of 42 vertices in [0-9.]+ s$", searches[0]), searches
+
+
+def test_source_set_ids_keep_their_spaces(tmp_path, capsys):
+    """String ids " a" and "a" are different vertices: a set names each as written. An integer
+    id written with a space is refused, naming it."""
+    path = write(tmp_path / "s.parquet", src=pa.array([" a", "a", "b"]), dst=pa.array(["b", "c", "d"]))
+    code, _, err = run(bfs_cli.main, [path, "--source-set", " a", "--source-set", "a,d", "--output", str(tmp_path / "o")], capsys)
+    assert code == 0, err
+    first = pq.read_table(tmp_path / "o" / "source-set-0" / "bfs_distances.parquet").to_pylist()
+    second = pq.read_table(tmp_path / "o" / "source-set-1" / "bfs_distances.parquet").to_pylist()
+    assert {r["vertex"]: r["distance"] for r in first} == {" a": 0, "a": None, "b": 1, "c": None, "d": 2}
+    assert {r["vertex"]: r["distance"] for r in second} == {" a": 2, "a": 0, "b": 1, "c": 1, "d": 0}
+    ints = write(tmp_path / "i.parquet", src=pa.array([1, 2]), dst=pa.array([2, 3]))
+    code, out, err = run(bfs_cli.main, [ints, "--source-set", "1, 2", "--output", str(tmp_path / "p")], capsys)
+    assert code == 1 and out == "" and "' 2'" in err, err
+    assert not (tmp_path / "p").exists()
+
+
+def test_a_reader_that_closes_its_end_early_does_not_fail_a_finished_run(tmp_path):
+    """`python -m flows.bfs ... | head -1`: the results are written and the run Completed, so
+    the command exits 0 although the rest of its lines found no reader."""
+    path = write(tmp_path / "g.parquet", src=pa.array([0, 1]), dst=pa.array([1, 2]))
+    read, written = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "flows.bfs", path, "--source", "0", "--output", str(tmp_path / "o")],
+                              stdout=written, stderr=subprocess.PIPE, text=True, timeout=300, cwd=ROOT)
+    finally:
+        os.close(written)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert pq.read_table(tmp_path / "o" / "bfs_distances.parquet")["distance"].to_pylist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("weights, total", [([1e16, 1.0, 1.0, -1e16], "2"), ([1e16, *[1.0] * 7, -1e16], "7"),
+                                            ([1.7e308, 1.7e308, -1e308], "2.400000e+308")],
+                         ids=["large-weights-cancel", "seven-small-between-two-large", "partial-sums-beyond-float64"])
+def test_the_forest_weight_reported_is_the_exact_sum_rounded(tmp_path, capsys, weights, total):
+    """The forest of a path is the whole path: its reported weight is the sum of all its weights,
+    which a float64 sum loses where large weights cancel or partial sums overflow."""
+    n = len(weights)
+    path = write(tmp_path / "p.parquet", src=pa.array(range(n)), dst=pa.array(range(1, n + 1)), weight=pa.array(weights))
+    code, out, err = run(mst_cli.main, [path, "--output", str(tmp_path / "o")], capsys)
+    assert code == 0, err
+    assert f"forest of {n} edges, weight {total}, " in out, out
