@@ -91,9 +91,11 @@ def _partitions(text: str) -> int | str:
 
 
 def _id_list(text: str) -> list[str]:
-    ids = [part.strip() for part in text.split(",") if part.strip()]
-    if not ids:
-        raise argparse.ArgumentTypeError(f"empty source set {text!r}")
+    """The ids of a --source-set, as written between the commas: a string id may hold spaces
+    (" a" and "a" are different vertices), and integer ids are refused with them."""
+    ids = text.split(",")
+    if "" in ids:
+        raise argparse.ArgumentTypeError(f"source set {text!r} has an empty id")
     return ids
 
 
@@ -271,13 +273,15 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
         if server is not None:  # (an interrupted run raised above: Ctrl-C does not wait for this)
             _drain_to_api()
         summary = state.result()  # raises the run's error
-    print(describe(kind, summary))
-    for path in summary["outputs"]:
-        print(f"wrote {path}")
+    lines = [describe(kind, summary), *(f"wrote {path}" for path in summary["outputs"])]
     if configured:
         from prefect.settings import PREFECT_UI_URL
 
-        print(f"run: {PREFECT_UI_URL.value()}/runs/flow-run/{state.state_details.flow_run_id}")
+        lines.append(f"run: {PREFECT_UI_URL.value()}/runs/flow-run/{state.state_details.flow_run_id}")
+    try:
+        print("\n".join(lines), flush=True)
+    except BrokenPipeError:  # `| head -1`: the run succeeded; what the reader did not take is dropped
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

@@ -31,7 +31,8 @@ SAMPLE = str(ROOT / "data" / "graph.parquet")
     (mst_cli.main, [], "the following arguments are required: input"),
     (bfs_cli.main, [SAMPLE], "one of the arguments --source --source-set is required"),
     (bfs_cli.main, [SAMPLE, "--source", "0", "--source-set", "1"], "not allowed with argument"),
-    (pipeline_cli.main, [SAMPLE, "--source-set", " , "], "empty source set"),
+    (pipeline_cli.main, [SAMPLE, "--source-set", "1,,2"], "argument --source-set: source set '1,,2' has an empty id"),
+    (pipeline_cli.main, [SAMPLE, "--source-set", "1,"], "argument --source-set: source set '1,' has an empty id"),
     (mst_cli.main, [SAMPLE, "--backend", "gpu"], "argument --backend: invalid choice: 'gpu'"),
     (mst_cli.main, [SAMPLE, "--runner", "processes"], "argument --runner: invalid choice: 'processes'"),
     (mst_cli.main, ["no/such/graph.parquet"], "no/such/graph.parquet: input not found"),
@@ -40,7 +41,7 @@ SAMPLE = str(ROOT / "data" / "graph.parquet")
     (mst_cli.main, [SAMPLE, "--partitions", "all"], "argument --partitions: expected a whole number >= 1 or auto, got 'all'"),
     (mst_cli.main, [SAMPLE, "--output-layout", "parts"], "argument --output-layout: invalid choice: 'parts'"),
 ], ids=["fractional-depth", "negative-depth", "misspelt-option", "abbreviated-option", "extra-positional",
-        "no-input", "no-source", "source-and-source-set", "empty-source-set", "unknown-backend",
+        "no-input", "no-source", "source-and-source-set", "empty-id-in-a-set", "trailing-comma-in-a-set", "unknown-backend",
         "unknown-runner", "missing-input", "zero-partitions", "fractional-partitions", "unknown-partitions",
         "unknown-layout"])
 def test_argument_errors_are_one_line_and_exit_1(main, argv, expected, capsys, tmp_path, monkeypatch):
