@@ -155,6 +155,7 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
         return PrefectDaskFuture(wrapped_future=future, task_run_id=task_run_id)
 
     _early: Future | None = None
+    _handing_over = threading.Lock()  # one duplicate, or one discard, takes an early cluster
 
     def start_cluster_early(self) -> None:
         """Start the cluster this runner would start on its first submit, now, in a thread of its
@@ -184,13 +185,15 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
         starting, as soon as it has started. This does not wait for it (a run that failed
         before its first task reports at once; the workers also leave by themselves when this
         process ends)."""
-        early, self._early = self._early, None
+        with self._handing_over:
+            early, self._early = self._early, None
         if early is not None:
             early.add_done_callback(_close_started_cluster)
 
     def duplicate(self):
         copy = super().duplicate()
-        copy._early, self._early = self._early, None
+        with self._handing_over:
+            copy._early, self._early = self._early, None
         if copy._early is not None:
             make = copy.resolved_cluster_class or copy.cluster_class or distributed.LocalCluster
 
