@@ -129,10 +129,10 @@ def _closes(cluster, before: set, seconds: float = 30) -> bool:
     return True
 
 
-def test_a_cluster_started_early_is_the_one_the_flow_run_uses_and_closes(monkeypatch):
-    """start_cluster_early: the workers start while the flow run is created; the run's
-    duplicate of the runner waits for that cluster at its first submit, runs its tasks there and
-    closes it."""
+@pytest.fixture
+def runner_started_early(monkeypatch):
+    """A Dask runner of one CPU worker whose cluster is starting; the future of that cluster;
+    and the child processes this test process had before."""
     import psutil
 
     monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
@@ -140,7 +140,14 @@ def test_a_cluster_started_early_is_the_one_the_flow_run_uses_and_closes(monkeyp
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     runner = task_runner("dask")
     runner.start_cluster_early()
-    early = runner._early
+    return runner, runner._early, before
+
+
+def test_a_cluster_started_early_is_the_one_the_flow_run_uses_and_closes(runner_started_early):
+    """start_cluster_early: the workers start while the flow run is created; the run's
+    duplicate of the runner waits for that cluster at its first submit, runs its tasks there and
+    closes it."""
+    runner, early, before = runner_started_early
     state = where_tasks_run.with_options(task_runner=runner)(return_state=True)
     runner.discard_early_cluster()  # nothing left to discard: the run took it
     assert state.is_completed()
@@ -149,17 +156,10 @@ def test_a_cluster_started_early_is_the_one_the_flow_run_uses_and_closes(monkeyp
     assert _new_processes(before) == []
 
 
-def test_a_cluster_started_early_that_no_task_took_is_closed(monkeypatch):
+def test_a_cluster_started_early_that_no_task_took_is_closed(runner_started_early):
     """A run that submits nothing, and a runner whose flow never ran, leave no worker behind:
     each cluster is closed once it has started, without holding up the caller."""
-    import psutil
-
-    monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
-    monkeypatch.setenv("GRAPH_BACKEND", "numpy")
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
-    runner = task_runner("dask")
-    runner.start_cluster_early()
-    early = runner._early
+    runner, early, before = runner_started_early
     state = submits_nothing.with_options(task_runner=runner)(return_state=True)
     assert state.is_completed()
     assert _closes(early.result(timeout=120), before)
