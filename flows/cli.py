@@ -68,13 +68,10 @@ def _is_number(text: str) -> bool:  # a negative vertex id is a value, not an op
 
 
 def _depth(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of levels >= 0, got {text!r}") from None
-    if value < 0:
+    """ASCII decimal digits only, as for integer vertex ids: `+1`, ` 2` or `1_0` are typos."""
+    if not (text.isascii() and text.isdigit()):
         raise argparse.ArgumentTypeError(f"expected a whole number of levels >= 0, got {text!r}")
-    return value
+    return int(text)
 
 
 def _partitions(text: str) -> int | str:

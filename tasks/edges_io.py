@@ -539,14 +539,22 @@ class _Uploader:
         dest[start:start + values.shape[0]].set(staged, stream=self.stream)
 
 
+def check_columns(path: str, src_col: str, dst_col: str, weight_col: str | None) -> None:
+    """The three columns asked for are three different columns."""
+    if src_col == dst_col:
+        raise InputError(f"{path}: the source and destination columns are both {src_col!r}")
+    if weight_col in (src_col, dst_col):
+        raise InputError(f"{path}: the weight column {weight_col!r} is also the "
+                         f"{'source' if weight_col == src_col else 'destination'} column")
+
+
 def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None = "weight", xp=np,
                before_reading=None) -> EdgeTable:
     """Read and check an edge list (a Parquet file or a directory holding one dataset) into
     arrays of the backend ``xp`` (numpy or cupy), row groups decoded in parallel.
     ``before_reading(rows, vertex_bound, weight_dtype)``, if given, is called once the footers
     are read and before any array is allocated (a memory check can refuse the input there)."""
-    if src_col == dst_col:
-        raise InputError(f"{path}: the source and destination columns are both {src_col!r}")
+    check_columns(path, src_col, dst_col, weight_col)
     files, skipped = dataset_files(path)
     plan = _plan(path, files, src_col, dst_col, weight_col)
     rows = plan.rows

@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from tasks.edges_io import (
     DEFAULT_COMPRESSION, _Plan, _plan, _read_unit, _run_in_order, _signs, _Signs, _unit_ids, _Uploader, _unit_weights,
-    dataset_files, exchange_paths, prepare_output_dir, remove_path, write_many,
+    check_columns, dataset_files, exchange_paths, prepare_output_dir, remove_path, write_many,
 )
 from tasks.errors import InputError, OutputError
 from tasks.parquet_concat import ParquetConcatError, concatenate_files
@@ -80,8 +80,7 @@ def plan_input(path: str, src_col: str = "src", dst_col: str = "dst", weight_col
                strings: bool = False) -> InputPlan:
     """Files, row groups and types of a Parquet edge list, from the footers alone. String ids
     are refused unless ``strings`` (a plan only asked how large the input is)."""
-    if src_col == dst_col:
-        raise InputError(f"{path}: the source and destination columns are both {src_col!r}")
+    check_columns(path, src_col, dst_col, weight_col)
     plan = InputPlan(str(path), _plan(path, dataset_files(path)[0], src_col, dst_col, weight_col),
                      src_col, dst_col, weight_col)
     if not strings:

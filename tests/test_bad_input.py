@@ -317,6 +317,10 @@ def same_column_for_both_ends(tmp_path):
     return parquet(tmp_path, table()), ["--dst-col", "src"], "the source and destination columns are both 'src'"
 
 
+def weight_column_that_is_an_id_column(tmp_path):
+    return parquet(tmp_path, table()), ["--weight-col", "dst"], "the weight column 'dst' is also the destination column"
+
+
 def uint64_above_int64_with_negative_ids(tmp_path):
     root = dataset(tmp_path, **{
         "a.parquet": table(src=pa.array([0, 2**64 - 1, 2], pa.uint64()), dst=pa.array([1, 2, 0], pa.uint64())),
@@ -357,7 +361,7 @@ MST_CASES = [missing, empty_dir, not_parquet, truncated, corrupt_pages, mixed_sc
              id_only_in_partition_folder_names, dangling_link_part, dangling_link_input, part_that_is_not_parquet, parq_part_truncated,
              parquet_under_another_name, fifo_input, fifo_in_dataset, delta_lake_table, unfinished_spark_write,
              page_checksum_mismatch, footer_claims_2_pow_31_rows, row_group_claims_fewer_rows, invalid_utf8_id,
-             duplicate_column, same_column_for_both_ends, uint64_above_int64_with_negative_ids,
+             duplicate_column, same_column_for_both_ends, weight_column_that_is_an_id_column, uint64_above_int64_with_negative_ids,
              integer_weight_beyond_2_pow_53, output_inside_the_input_dataset, output_reached_through_a_link_in_the_dataset,
              output_file_taken_by_a_directory]
 
