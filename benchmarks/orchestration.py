@@ -173,7 +173,7 @@ def task_timeline(flow_run_id, called: float | None = None, returned: float | No
 
 def flow_records(path: str, source_id: int, work: Path, backend: str, runner: str) -> dict:
     from flows.pipeline import pipeline_flow
-    from flows.runners import local_cluster, task_runner, uses_dask
+    from flows.runners import cluster_started_early, local_cluster, task_runner
 
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
@@ -182,14 +182,9 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
         # as the command line runs a flow: without the heartbeat, whose thread the end of a run
         # waits for (up to a second), and a cluster of its own started as the run is created
         with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-            if uses_dask(task_runner_):
-                task_runner_.start_cluster_early()
-            try:
+            with cluster_started_early(task_runner_):
                 state = pipeline_flow.with_options(task_runner=task_runner_)(
                     path, source=[str(source_id)], output=str(work / output), backend=backend, return_state=True)
-            finally:
-                if uses_dask(task_runner_):
-                    task_runner_.discard_early_cluster()
         seconds = time.perf_counter() - started
         summary = state.result()
         summary["timeline"], summary["outside"] = task_timeline(state.state_details.flow_run_id, called, called + seconds)

@@ -234,7 +234,7 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
     from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     from flows.common import TAGS
-    from flows.runners import cpu_workers, resolve_auto, task_runner, uses_dask
+    from flows.runners import cluster_started_early, cpu_workers, resolve_auto, task_runner
 
     configured = PREFECT_API_URL.value()
     if configured and server is not None:  # configured where only Prefect looks (prefect.toml, .env)
@@ -260,13 +260,8 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
     if server is not None:
         settings[PREFECT_API_URL] = environment["PREFECT_API_URL"] = server.wait()
     with temporary_settings(updates=settings), _environment(environment), tags(*TAGS, kind, "cli"):
-        if uses_dask(runner):  # its workers start while Prefect creates the flow run
-            runner.start_cluster_early()
-        try:
+        with cluster_started_early(runner):  # its workers start while Prefect creates the flow run
             state = flow.with_options(task_runner=runner)(**params, return_state=True)
-        finally:
-            if uses_dask(runner):
-                runner.discard_early_cluster()
         if server is not None:  # (an interrupted run raised above: Ctrl-C does not wait for this)
             _drain_to_api()
         summary = state.result()  # raises the run's error

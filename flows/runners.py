@@ -29,6 +29,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+from contextlib import contextmanager
 
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -143,6 +144,21 @@ def _dask_runner(**kwargs):
 
 def uses_dask(runner) -> bool:
     return not isinstance(runner, ThreadPoolTaskRunner)
+
+
+@contextmanager
+def cluster_started_early(runner):
+    """While the flow run is created inside this block, the cluster a Dask runner would start
+    for it is already starting (flows.dask_runner.ReusingDaskTaskRunner.start_cluster_early);
+    one the run did not take is closed on the way out."""
+    if not uses_dask(runner):
+        yield
+        return
+    runner.start_cluster_early()
+    try:
+        yield
+    finally:
+        runner.discard_early_cluster()
 
 
 def edge_count(path: str) -> int | None:
