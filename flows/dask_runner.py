@@ -251,7 +251,8 @@ def _close_started_cluster(started: Future) -> None:
 
 
 async def _leave_fast_after_sending_prefect_reports(timeout: float = 10) -> None:
-    """On a worker of a cluster about to close: send the logs and events Prefect still holds,
+    """On a worker of a cluster about to close: send the artifacts its tasks published
+    (tasks/artifacts.py) and the logs and events Prefect still holds,
     then let the process end at once when it exits (os._exit as the first exit handler).
     A coroutine, so that Dask awaits it in the worker's event loop: there Prefect's drain_all
     returns an awaitable, and only awaiting it waits for the sending."""
@@ -263,6 +264,9 @@ async def _leave_fast_after_sending_prefect_reports(timeout: float = 10) -> None
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogWorker
 
+    from tasks import artifacts
+
+    await asyncio.to_thread(artifacts.wait_until_published, timeout)
     for service in (APILogWorker, EventsWorker):
         drained = service.drain_all(timeout=timeout)
         if inspect.isawaitable(drained):

@@ -37,7 +37,7 @@ from kernels.footprint import gpu_bytes
 from kernels.graph import EdgeList, Graph, build_graph, edge_list, renumber
 from kernels.msf import MSFResult, minimum_spanning_forest
 from kernels.verify import kruskal, verify_bfs, verify_forest
-from tasks import stopping
+from tasks import artifacts, stopping
 from tasks.edges_io import (
     DEFAULT_COMPRESSION, integer_vertex_id, read_edges, remove_earlier_bfs_results, vertex_names, write_many,
 )
@@ -148,9 +148,11 @@ class Progress:
             return
         percent, description = min(100.0, percent), f"{self.title}: {description}"
         if self.artifact is None:
-            self.artifact = create_progress_artifact(percent, key=self.key, description=description)
+            self.artifact = artifacts.publish(create_progress_artifact, percent, key=self.key, description=description)
         else:
-            update_progress_artifact(self.artifact, percent, description=description)
+            # published after the artifact's creation, whose id it then waits for at once
+            created = self.artifact
+            artifacts.publish(lambda: update_progress_artifact(created.result(), percent, description=description))
         self.last = time.monotonic()
 
 
@@ -331,7 +333,8 @@ def breadth_first_search(graph: Timed, sources: np.ndarray, depth_limit: int | N
         search = _timed(be.array_module(g.out.indptr), bfs, g, sources, depth_limit, on_level=on_level)
     r: BFSResult = search.value
     progress.update(100, f"done: {r.levels:,} levels in {search.seconds:.3f} s", final=True)
-    create_markdown_artifact(
+    artifacts.publish(
+        create_markdown_artifact,
         key=artifact_key("bfs-levels", source_set),
         markdown=bfs_levels_markdown(f"{label}: levels", r.steps, steps.rows, g.n),
         description=f"{label}: direction, frontier size and seconds per level",
@@ -359,7 +362,7 @@ def spanning_forest(prepared: Timed) -> Timed:
         forest = _timed(be.array_module(e.src), minimum_spanning_forest, e, on_round=on_round)
     f: MSFResult = forest.value
     progress.update(100, f"done: {f.rounds} rounds in {forest.seconds:.3f} s", final=True)
-    create_markdown_artifact(key="msf-rounds", markdown=msf_rounds_markdown(f, steps.rows, e.m, forest.seconds),
+    artifacts.publish(create_markdown_artifact, key="msf-rounds", markdown=msf_rounds_markdown(f, steps.rows, e.m, forest.seconds),
                              description="Boruvka: edges still crossing components and seconds per round")
     get_run_logger().info("MSF: %s edges, %s trees, %d rounds in %d bands, %.3f s",
                           f"{int(f.edges.shape[0]):,}", f"{f.components:,}", f.rounds, f.bands, forest.seconds)
@@ -376,13 +379,15 @@ def _report_markdown(title: str, report: dict, extra: dict) -> str:
 
 def _publish_report(kind: str, label: str, key: str, report: dict, extra: dict, seconds: float) -> None:
     failed = {k: v for k, v in report.items() if v != 0}
-    create_markdown_artifact(
+    artifacts.publish(
+        create_markdown_artifact,
         key=key,
         markdown=_report_markdown(f"{label} validation: {'FAILED' if failed else 'passed'}", report, extra),
         description=f"Independent verification of the {label} result",
     )
     if failed:
         detail = ", ".join(f"{k} ({v})" for k, v in failed.items())
+        artifacts.wait_until_published()  # the report that says why is there when the run fails
         raise ValidationFailed(f"{label} result failed validation: {detail}; nothing was written")
     get_run_logger().info("%s validation passed: %d checks in %.3f s", label, len(report), seconds)
 
@@ -567,6 +572,9 @@ def summarize(prepared: Timed, graph: Timed | None = None, searches: list = (),
     summary.update({f"{stage}_seconds": round(s, 4) for stage, s in seconds.items()})
     summary["validation"] = "passed"
     summary["outputs"] = list(writes.value) if writes else []
+    # the run's last task: the artifacts its tasks published from this process are on the
+    # server before the run ends (tasks/artifacts.py)
+    artifacts.wait_until_published()
     return summary
 
 
@@ -629,3 +637,4 @@ def publish_failure(kind: str, input: str, error: BaseException) -> None:
             {"quantity": "input", "value": os.path.abspath(input)},
             {"quantity": "error", "value": message}]
     create_table_artifact(key=f"{kind}-summary", table=rows, description=f"{kind} run FAILED: {message}")
+

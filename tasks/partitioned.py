@@ -27,6 +27,7 @@ from prefect.cache_policies import NO_CACHE
 
 from kernels import backend as be
 from kernels.footprint import gpu_bytes
+from tasks import artifacts
 from tasks.comm import CommError, comm_timeout, open_endpoint
 from tasks.edges_io import (
     COMPRESSIONS, DEFAULT_COMPRESSION, integer_vertex_id, prepare_output_dir, remove_earlier_bfs_results,
@@ -376,6 +377,7 @@ def partitioned_run(input: str, output: str, partitions=2, **options) -> dict:
         extra = {"forest edges": summary["forest_edges"], "total weight": summary["forest_weight"],
                  "partitions": summary["partitions"], "seconds (every check of the run)": validate_seconds}
         _publish_report("msf", "MSF", "msf-validation", summary.pop("msf_validation"), extra, validate_seconds)
+    artifacts.wait_until_published()  # the run's one task: its reports are on the server when it ends
     get_run_logger().info("partitioned run on %d ranks, layout %s: wrote %s", summary["partitions"], summary["layout"],
                           ", ".join(summary["outputs"]))
     return summary
@@ -397,3 +399,4 @@ def decide_partitions(input: str, partitions="auto", backend: str | None = None,
         return count_partitions(input, partitions, **options)
     with distributed.worker_client() as client:
         return count_partitions(input, partitions, client=client, **options)
+

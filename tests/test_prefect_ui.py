@@ -158,3 +158,6 @@ def test_failed_run_summary_says_what_failed(tmp_path, monkeypatch):
     assert summary["task_run_id"] is None and values["validation"] == "FAILED"
     assert "MSF result failed validation" in values["error"] and values["input"] == SAMPLE
     assert not (tmp_path / "o").exists()
+    # the task's own report, published before its failure ends the run, says which check failed
+    report = next(a for a in artifacts_of(state.state_details.flow_run_id) if a["key"] == "msf-validation")
+    assert report["data"].startswith("# MSF validation: FAILED") and "| FAIL |" in report["data"]

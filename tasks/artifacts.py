@@ -1,0 +1,82 @@
+"""Artifacts that tasks publish, sent to the Prefect server by one thread of the process while
+the tasks go on.
+
+Each artifact is one API call, 10-40 ms of a task's time with a busy server, and a pipeline run
+publishes six from its tasks (progress, the per-level and per-round tables, two validation
+reports) on the one chain of tasks that a GPU worker runs. Sent here, they overlap the next
+task's work. The run's last task waits for them (wait_until_published), so that they are on
+the server when the run ends; a run that fails publishes its failed report at once.
+
+Calls run one at a time in the order they were made, each in a copy of its caller's context
+(the task run it belongs to, the settings), with this thread's own API client: the caller's
+client may be closed once its task run ends. A call that fails is logged, not raised: an
+artifact reports on a result, it is not one.
+"""
+from __future__ import annotations
+
+import atexit
+import contextvars
+import logging
+import queue
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable
+
+from prefect.context import SettingsContext, SyncClientContext
+
+_calls: queue.SimpleQueue = queue.SimpleQueue()
+_pending = 0  # calls made and not yet finished
+_finished = threading.Condition()
+_sender: threading.Thread | None = None
+_clients: dict = {}  # the sender's API client per (API URL, key); used by the sender thread only
+
+
+def publish(create: Callable[..., Any], /, *args, **kwargs) -> Future:
+    """Call ``create(*args, **kwargs)`` (one of prefect.artifacts' functions) on the sender
+    thread; the future holds what it returns (the artifact's id)."""
+    global _pending, _sender
+    future: Future = Future()
+    with _finished:
+        _pending += 1
+        if _sender is None:
+            _sender = threading.Thread(target=_send_forever, name="artifact-sender", daemon=True)
+            _sender.start()
+            atexit.register(wait_until_published)
+    _calls.put((contextvars.copy_context(), create, args, kwargs, future))
+    return future
+
+
+def wait_until_published(timeout: float = 30.0) -> bool:
+    """Wait until every call made in this process so far has finished; False if some had not
+    after ``timeout`` seconds."""
+    with _finished:
+        return _finished.wait_for(lambda: _pending == 0, timeout)
+
+
+def _send_forever() -> None:
+    global _pending
+    while True:
+        context, create, args, kwargs, future = _calls.get()
+        try:
+            future.set_result(context.run(_with_own_client, create, args, kwargs))
+        except Exception as exc:
+            future.set_exception(exc)
+            logging.getLogger(__name__).warning("could not publish an artifact (%s): %s", create.__name__, exc)
+        finally:
+            with _finished:
+                _pending -= 1
+                _finished.notify_all()
+
+
+def _with_own_client(create: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """Inside the caller's context (a copy of it, so the change stays here): this thread's
+    client for the caller's server."""
+    settings = SettingsContext.get().settings
+    key = (str(settings.api.url), settings.api.key.get_secret_value() if settings.api.key else None)
+    if key not in _clients:
+        SyncClientContext.__var__.set(None)  # else the next line would return the caller's client
+        client = SyncClientContext()
+        client.client.__enter__()
+        _clients[key] = client
+    SyncClientContext.__var__.set(_clients[key])
+    return create(*args, **kwargs)

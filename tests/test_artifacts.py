@@ -1,0 +1,62 @@
+"""Artifacts published from a task's process in the background (tasks/artifacts.py), read back
+from a real Prefect server: they belong to the task run that published them, arrive in the
+order published, a failed call does not stop the ones after it, and the sender does not use
+the caller's API client (the task engine closes that one when its task run ends)."""
+import logging
+
+import pytest
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.client.orchestration import get_client
+from prefect.context import get_run_context
+
+from tasks import artifacts
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def publishing_task() -> dict:
+    created = artifacts.publish(create_progress_artifact, 0.0, key="order-progress", description="step 0")
+    for step in range(1, 6):
+        artifacts.publish(lambda step=step: update_progress_artifact(created.result(), 20.0 * step,
+                                                                      description=f"step {step}"))
+
+    def failing():
+        raise RuntimeError("the server said no")
+
+    failed = artifacts.publish(failing)
+    after = artifacts.publish(create_markdown_artifact, "# after the failure", key="after-failure")
+    callers_client = get_client(sync_client=True)
+    senders_client = artifacts.publish(lambda: get_client(sync_client=True))
+    get_run_logger().info("published")
+    assert artifacts.wait_until_published()
+    return {"task_run_id": str(get_run_context().task_run.id), "failed": repr(failed.exception()),
+            "after": after.result(), "same_client": senders_client.result() is callers_client}
+
+
+@flow(persist_result=False)
+def publishing_flow() -> dict:
+    return publishing_task()
+
+
+def test_published_artifacts_belong_to_their_task_run_in_order_past_a_failed_call(caplog):
+    with caplog.at_level(logging.WARNING, logger="tasks.artifacts"):
+        result = publishing_flow()
+
+    assert result["failed"] == "RuntimeError('the server said no')"
+    assert "could not publish an artifact" in caplog.text and "the server said no" in caplog.text
+    assert not result["same_client"]
+    with get_client(sync_client=True) as client:
+        progress = client.read_latest_artifacts()
+        by_key = {a.key: a for a in progress if a.key in ("order-progress", "after-failure")}
+    assert by_key["order-progress"].data == 100.0  # the updates ran after the creation, in order
+    assert by_key["order-progress"].description == "step 5"
+    assert str(by_key["order-progress"].task_run_id) == result["task_run_id"]
+    assert str(by_key["after-failure"].task_run_id) == result["task_run_id"]
+    assert by_key["after-failure"].latest_id == result["after"]
+
+
+def test_waiting_with_nothing_published_returns_at_once():
+    assert artifacts.wait_until_published(timeout=0.0)
