@@ -23,8 +23,8 @@ from pathlib import Path
 from prefect import flow, unmapped
 
 from flows.common import (
-    FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, default_output, finish,
-    partition_count, run_name, source_plan,
+    FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName, default_output,
+    finish, partition_count, source_plan,
 )
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
@@ -33,9 +33,10 @@ from tasks.graph_tasks import (
     validate_bfs, write_results,
 )
 from tasks.partitioned import partitioned_run
+from tasks.pickling import pickle_by_reference
 
 
-@flow(name="bfs", flow_run_name=run_name("bfs"), task_runner=task_runner(), log_prints=True,
+@flow(name="bfs", flow_run_name=RunName("bfs"), task_runner=task_runner(), log_prints=True,
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
              output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
@@ -87,3 +88,6 @@ def main(argv=None) -> int:
     from flows.cli import main as command_line
 
     return command_line("bfs", argv)
+
+
+pickle_by_reference(globals())  # tasks/pickling.py: Dask sends the functions by name

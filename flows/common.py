@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
@@ -43,15 +44,17 @@ def default_output(input_path: str) -> str:
     return str(Path("output") / input_stem(input_path))
 
 
-def run_name(kind: str):
-    """flow_run_name: '<flow>-<input stem>', e.g. mst-graph."""
+@dataclass(frozen=True)
+class RunName:
+    """flow_run_name: '<flow>-<input stem>', e.g. mst-graph. A class rather than a closure, so
+    that it pickles by reference (tasks/pickling.py)."""
 
-    def name() -> str:
+    kind: str
+
+    def __call__(self) -> str:
         from prefect.runtime import flow_run
 
-        return f"{kind}-{input_stem(flow_run.parameters.get('input', 'input'))}"
-
-    return name
+        return f"{self.kind}-{input_stem(flow_run.parameters.get('input', 'input'))}"
 
 
 def source_plan(source: list | None, source_sets: list[list] | None, output: str) -> tuple[list[list], list[str], list]:

@@ -19,8 +19,8 @@ from pathlib import Path
 from prefect import flow
 
 from flows.common import (
-    FLOW_TIMEOUT_SECONDS, Backend, Compression, OutputLayout, Partitions, default_output, finish, partition_count,
-    run_name,
+    FLOW_TIMEOUT_SECONDS, Backend, Compression, OutputLayout, Partitions, RunName, default_output, finish,
+    partition_count,
 )
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
@@ -28,9 +28,10 @@ from tasks.graph_tasks import (
     load_edges, spanning_forest, summarize, validate_forest, write_results,
 )
 from tasks.partitioned import partitioned_run
+from tasks.pickling import pickle_by_reference
 
 
-@flow(name="mst", flow_run_name=run_name("mst"), task_runner=task_runner(), log_prints=True,
+@flow(name="mst", flow_run_name=RunName("mst"), task_runner=task_runner(), log_prints=True,
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_col: str = "dst",
              weight_col: str = "weight", backend: Backend | None = None,
@@ -72,3 +73,6 @@ def main(argv=None) -> int:
     from flows.cli import main as command_line
 
     return command_line("mst", argv)
+
+
+pickle_by_reference(globals())  # tasks/pickling.py: Dask sends the functions by name

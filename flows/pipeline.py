@@ -19,8 +19,8 @@ from pathlib import Path
 from prefect import flow, unmapped
 
 from flows.common import (
-    FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, default_output, finish,
-    partition_count, run_name, source_plan,
+    FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName, default_output,
+    finish, partition_count, source_plan,
 )
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
@@ -29,9 +29,10 @@ from tasks.graph_tasks import (
     summarize, validate_bfs, validate_forest, write_results,
 )
 from tasks.partitioned import partitioned_run
+from tasks.pickling import pickle_by_reference
 
 
-@flow(name="pipeline", flow_run_name=run_name("pipeline"), task_runner=task_runner(), log_prints=True,
+@flow(name="pipeline", flow_run_name=RunName("pipeline"), task_runner=task_runner(), log_prints=True,
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
                   output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
@@ -87,3 +88,6 @@ def main(argv=None) -> int:
     from flows.cli import main as command_line
 
     return command_line("pipeline", argv)
+
+
+pickle_by_reference(globals())  # tasks/pickling.py: Dask sends the functions by name

@@ -42,6 +42,7 @@ from tasks.edges_io import (
     DEFAULT_COMPRESSION, integer_vertex_id, read_edges, remove_earlier_bfs_results, vertex_names, write_many,
 )
 from tasks.errors import DeviceMemoryError, InputError, OutputError, ValidationFailed
+from tasks.pickling import pickle_by_reference
 
 # Kruskal's serial reference also runs inside validation up to this many edges; above it the
 # cycle-property check alone proves minimality (it is exact, just not a second algorithm).
@@ -638,3 +639,5 @@ def publish_failure(kind: str, input: str, error: BaseException) -> None:
             {"quantity": "error", "value": message}]
     create_table_artifact(key=f"{kind}-summary", table=rows, description=f"{kind} run FAILED: {message}")
 
+
+pickle_by_reference(globals())  # tasks/pickling.py: Dask sends the functions by name

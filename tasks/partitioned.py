@@ -39,6 +39,7 @@ from tasks.partitioned_io import (
     staging_name,
 )
 from tasks.partitioned_rank import RunSpec, nccl_unique_id, rank_main
+from tasks.pickling import pickle_by_reference
 
 # distributed is imported where a run needs it: importing a flow (which imports this module)
 # costs no Dask import, as flows.runners promises
@@ -400,3 +401,5 @@ def decide_partitions(input: str, partitions="auto", backend: str | None = None,
     with distributed.worker_client() as client:
         return count_partitions(input, partitions, client=client, **options)
 
+
+pickle_by_reference(globals())  # tasks/pickling.py: Dask sends the functions by name

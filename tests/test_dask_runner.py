@@ -168,3 +168,24 @@ def test_a_cluster_started_early_that_no_task_took_is_closed(runner_started_earl
     early = unused._early
     unused.discard_early_cluster()  # while it starts
     assert _closes(early.result(timeout=120), before)
+
+
+def test_the_projects_tasks_and_flows_pickle_by_reference():
+    """What a submit sends for every task run (tasks/pickling.py): each task and flow of the
+    project pickles with the standard pickle, whose functions go by name only, and comes back as
+    the same function; cloudpickle, Dask's fallback, sends no function's code either."""
+    import pickle
+
+    import cloudpickle
+
+    from flows.bfs import bfs_flow
+    from flows.mst import mst_flow
+    from flows.pipeline import pipeline_flow
+    from tasks import graph_tasks, partitioned
+
+    found = [obj for module in (graph_tasks, partitioned) for obj in vars(module).values()
+             if hasattr(obj, "submit") and hasattr(obj, "fn")]
+    assert len(found) >= 11  # the nine pipeline tasks and the partitioned ones
+    for obj in [*found, pipeline_flow, bfs_flow, mst_flow]:
+        assert pickle.loads(pickle.dumps(obj)).fn is obj.fn, obj.name
+        assert b"_make_function" not in cloudpickle.dumps(obj), obj.name  # cloudpickle's by-value marker
