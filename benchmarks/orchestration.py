@@ -13,7 +13,7 @@ written at once), then:
   use beyond it: the CUDA context, the module);
 - flow (input compressions named by --flows): `pipeline_flow` on a cluster it starts itself,
   its workers starting while the flow run is created (what a CLI run without --dask-address
-  does), and on a cluster started beforehand and warmed by one run (repeated runs with
+  does; --cluster-start first-task starts them at the run's first task instead), and on a cluster started beforehand and warmed by one run (repeated runs with
   --dask-address). The seconds the flow spends outside its stages (task hand-offs, cluster
   start) are recorded as the gap, the task runs' start and end as the timeline, and the
   seconds before the flow run's start and after its end (creating the run; the task runner's
@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,9 @@ from tasks.edges_io import write_many
 from tasks.graph_tasks import bfs_table, forest_table, prepare_input
 
 STAGES = ("load", "prepare", "csr", "bfs", "msf", "validate", "write")
+# the pipeline flow's task runs with one source set: load, CSR, sources, BFS, forest, two
+# validations, write, summary
+PIPELINE_TASKS = 9
 
 
 def peak_rss() -> int:
@@ -148,7 +152,8 @@ def plain_read_seconds(path: str) -> float:
     return best
 
 
-def task_timeline(flow_run_id, called: float | None = None, returned: float | None = None) -> tuple[list, dict]:
+def task_timeline(flow_run_id, called: float | None = None, returned: float | None = None,
+                  tasks: int = 0) -> tuple[list, dict]:
     """[task run name, start, end] in seconds from the flow run's start, in order of start: where
     a flow's time goes between its tasks (from the Prefect server's record of the run); and,
     given when the caller called the flow and got its state back (time.time()), the seconds
@@ -159,10 +164,16 @@ def task_timeline(flow_run_id, called: float | None = None, returned: float | No
 
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(flow_run_id)
-        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+        # task runs reach the server as events, some after the flow run's end: wait for `tasks`
+        deadline = time.monotonic() + 30
+        while True:
+            found = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+            if sum(1 for t in found if t.end_time) >= tasks or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
     origin = run.start_time
     rows = [[t.name, round((t.start_time - origin).total_seconds(), 3), round((t.end_time - origin).total_seconds(), 3)]
-            for t in tasks if t.start_time and t.end_time]
+            for t in found if t.start_time and t.end_time]
     end = round((run.end_time - origin).total_seconds(), 3)
     outside = {}
     if called is not None and returned is not None:
@@ -171,7 +182,7 @@ def task_timeline(flow_run_id, called: float | None = None, returned: float | No
     return sorted(rows, key=lambda r: r[1]) + [["flow end", end, end]], outside
 
 
-def flow_records(path: str, source_id: int, work: Path, backend: str, runner: str) -> dict:
+def flow_records(path: str, source_id: int, work: Path, backend: str, runner: str, early_cluster: bool = True) -> dict:
     from flows.pipeline import pipeline_flow
     from flows.runners import cluster_started_early, local_cluster, task_runner
 
@@ -182,12 +193,13 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
         # as the command line runs a flow: without the heartbeat, whose thread the end of a run
         # waits for (up to a second), and a cluster of its own started as the run is created
         with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-            with cluster_started_early(task_runner_):
+            with cluster_started_early(task_runner_) if early_cluster else nullcontext():
                 state = pipeline_flow.with_options(task_runner=task_runner_)(
                     path, source=[str(source_id)], output=str(work / output), backend=backend, return_state=True)
         seconds = time.perf_counter() - started
         summary = state.result()
-        summary["timeline"], summary["outside"] = task_timeline(state.state_details.flow_run_id, called, called + seconds)
+        summary["timeline"], summary["outside"] = task_timeline(state.state_details.flow_run_id, called, called + seconds,
+                                                                tasks=PIPELINE_TASKS)
         return summary, seconds
 
     def stages(summary):
@@ -224,6 +236,9 @@ def main(argv=None) -> int:
     p.add_argument("--parts", type=int, default=1, help="write the input as this many files (a dataset directory)")
     p.add_argument("--runner", default="dask", choices=["dask", "threads"])
     p.add_argument("--workdir", default=None, help="where the input and outputs go (default: a temporary directory)")
+    p.add_argument("--cluster-start", default="early", choices=["early", "first-task"],
+                   help="when a flow that starts its own Dask cluster starts it: as the command line does, while "
+                        "the flow run is created (early), or at the run's first task")
     p.add_argument("--json", required=True)
     args = p.parse_args(argv)
     backend = be.resolve(args.backend)
@@ -273,8 +288,8 @@ def main(argv=None) -> int:
                           gpu_outside_pool_bytes=report["gpu_outside_pool_bytes"],
                           gpu_peak_bytes_per_edge=round(peak / rows, 1))
         if compression in args.flows.split(","):
-            flows = flow_records(path, source_id, out, backend, args.runner)
-            record.update(flows)
+            flows = flow_records(path, source_id, out, backend, args.runner, args.cluster_start == "early")
+            record.update(flows, cluster_start=args.cluster_start)
             # against the bare pipeline in a fresh process: the flow's workers are fresh processes too
             record["overhead"] = round(flows["flow_seconds"] / fresh_seconds - 1, 4)
             record["overhead_vs_warm_process"] = round(flows["flow_seconds"] / bare_seconds - 1, 4)
