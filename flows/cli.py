@@ -74,6 +74,13 @@ def _depth(text: str) -> int:
     return int(text)
 
 
+def _directory(text: str) -> str:
+    """An empty --output is what `--output "$DIR"` gives with DIR unset: not the default folder."""
+    if text == "":
+        raise argparse.ArgumentTypeError("an empty path; give a directory, or leave --output out for output/<input stem>/")
+    return text
+
+
 def _partitions(text: str) -> int | str:
     """``--partitions`` and $GRAPH_PARTITIONS: a whole number >= 1, or auto."""
     if text.strip().lower() == "auto":
@@ -99,7 +106,7 @@ def _id_list(text: str) -> list[str]:
 def build_parser(kind: str) -> Parser:
     parser = Parser(prog=f"python -m flows.{kind}", description=DESCRIPTIONS[kind], epilog=EPILOG)
     parser.add_argument("input", help="Parquet file or directory of Parquet files (one edge per row)")
-    parser.add_argument("--output", metavar="DIR", help="output directory (default: output/<input stem>/)")
+    parser.add_argument("--output", metavar="DIR", type=_directory, help="output directory (default: output/<input stem>/)")
     parser.add_argument("--src-col", default="src", metavar="C", help="source vertex column (default: src)")
     parser.add_argument("--dst-col", default="dst", metavar="C", help="destination vertex column (default: dst)")
     if kind != "bfs":
@@ -317,11 +324,11 @@ def one_line(exc: BaseException) -> str:
 def _remove_temporaries(params: dict, ending: int | None = None) -> None:
     """The run's processes are gone (or, ``ending``, this one is about to go): what they were
     writing is a stale temporary file."""
-    from flows.common import default_output
+    from flows.common import output_directory
     from tasks.edges_io import remove_stale_temporaries
     from tasks.partitioned_io import remove_stale_staging
 
-    output = Path(params["output"] or default_output(params["input"]))
+    output = Path(output_directory(params["output"], params["input"]))
     if output.is_dir():
         remove_stale_staging(output, ending)
         for directory in (output, *output.glob("source-set-*")):

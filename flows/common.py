@@ -44,6 +44,16 @@ def default_output(input_path: str) -> str:
     return str(Path("output") / input_stem(input_path))
 
 
+def output_directory(output: str | None, input_path: str) -> str:
+    """The run's output directory: ``output``, else output/<input stem>/. An empty path is
+    refused rather than taken for the default: it is what `--output "$DIR"` gives with DIR unset."""
+    if output is None:
+        return default_output(input_path)
+    if output == "":
+        raise InputError(f"output: an empty path; give a directory, or leave it out for {default_output(input_path)}/")
+    return output
+
+
 @dataclass(frozen=True)
 class RunName:
     """flow_run_name: '<flow>-<input stem>', e.g. mst-graph. A class rather than a closure, so

@@ -71,6 +71,17 @@ def test_default_output_is_output_slash_stem(tmp_path, capsys, monkeypatch):
     assert (tmp_path / "output" / "my_graph" / "mst_edges.parquet").exists()
 
 
+def test_an_empty_output_path_is_refused_not_taken_for_the_default(tmp_path, capsys, monkeypatch):
+    """`--output "$DIR"` with DIR unset: the command and the flow both refuse it, writing nothing."""
+    monkeypatch.chdir(tmp_path)
+    graph = seed_file(tmp_path, "g.parquet")
+    code, _, err = run(mst_cli.main, [graph, "--output", ""], capsys)
+    assert code == 1 and "argument --output: an empty path" in err, err
+    state = mst_flow(graph, output="", return_state=True)
+    assert state.is_failed() and "output: an empty path" in state.message, state.message
+    assert not (tmp_path / "output").exists()
+
+
 def test_a_rerun_leaves_no_bfs_result_of_an_earlier_run_beside_its_own(tmp_path, capsys):
     """Three source sets, then a single search, then two sets, into one folder: each time only
     this run's BFS results are there, so a job reading OUTPUT/source-set-* never mixes runs. The
