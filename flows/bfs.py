@@ -33,7 +33,6 @@ from tasks.graph_tasks import (
     validate_bfs, write_results,
 )
 from tasks.partitioned import partitioned_run
-from tasks.pickling import pickle_by_reference
 
 
 @flow(name="bfs", flow_run_name=RunName("bfs"), task_runner=task_runner(), log_prints=True,
@@ -88,6 +87,3 @@ def main(argv=None) -> int:
     from flows.cli import main as command_line
 
     return command_line("bfs", argv)
-
-
-pickle_by_reference(globals())  # tasks/pickling.py: Dask sends the functions by name

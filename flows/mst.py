@@ -28,7 +28,6 @@ from tasks.graph_tasks import (
     load_edges, spanning_forest, summarize, validate_forest, write_results,
 )
 from tasks.partitioned import partitioned_run
-from tasks.pickling import pickle_by_reference
 
 
 @flow(name="mst", flow_run_name=RunName("mst"), task_runner=task_runner(), log_prints=True,
@@ -73,6 +72,3 @@ def main(argv=None) -> int:
     from flows.cli import main as command_line
 
     return command_line("mst", argv)
-
-
-pickle_by_reference(globals())  # tasks/pickling.py: Dask sends the functions by name

@@ -29,7 +29,6 @@ from tasks.graph_tasks import (
     summarize, validate_bfs, validate_forest, write_results,
 )
 from tasks.partitioned import partitioned_run
-from tasks.pickling import pickle_by_reference
 
 
 @flow(name="pipeline", flow_run_name=RunName("pipeline"), task_runner=task_runner(), log_prints=True,
@@ -88,6 +87,3 @@ def main(argv=None) -> int:
     from flows.cli import main as command_line
 
     return command_line("pipeline", argv)
-
-
-pickle_by_reference(globals())  # tasks/pickling.py: Dask sends the functions by name

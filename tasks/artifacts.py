@@ -14,8 +14,10 @@ artifact reports on a result, it is not one.
 """
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextvars
+import inspect
 import logging
 import queue
 import threading
@@ -79,4 +81,7 @@ def _with_own_client(create: Callable[..., Any], args: tuple, kwargs: dict) -> A
         client.client.__enter__()
         _clients[key] = client
     SyncClientContext.__var__.set(_clients[key])
-    return create(*args, **kwargs)
+    result = create(*args, **kwargs)
+    if inspect.iscoroutine(result):  # an async task's or flow's context makes prefect.artifacts' calls async
+        result = asyncio.run(result)
+    return result

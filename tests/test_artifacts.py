@@ -60,3 +60,27 @@ def test_published_artifacts_belong_to_their_task_run_in_order_past_a_failed_cal
 
 def test_waiting_with_nothing_published_returns_at_once():
     assert artifacts.wait_until_published(timeout=0.0)
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+async def async_publishing_task() -> str:
+    published = artifacts.publish(create_markdown_artifact, "# from an async task", key="from-async-task")
+    assert artifacts.wait_until_published()
+    return str(published.result())
+
+
+@flow(persist_result=False)
+async def async_publishing_flow() -> str:
+    return await async_publishing_task()
+
+
+def test_an_async_task_publishes_its_artifact():
+    """In an async task's context prefect.artifacts' functions return a coroutine: the sender
+    runs it rather than keeping it unawaited as the artifact's id."""
+    import asyncio
+
+    artifact_id = asyncio.run(async_publishing_flow())
+
+    with get_client(sync_client=True) as client:
+        published = {a.key: a for a in client.read_latest_artifacts()}
+    assert str(published["from-async-task"].latest_id) == artifact_id

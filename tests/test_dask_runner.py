@@ -170,10 +170,11 @@ def test_a_cluster_started_early_that_no_task_took_is_closed(runner_started_earl
     assert _closes(early.result(timeout=120), before)
 
 
-def test_the_projects_tasks_and_flows_pickle_by_reference():
-    """What a submit sends for every task run (tasks/pickling.py): each task and flow of the
-    project pickles with the standard pickle, whose functions go by name only, and comes back as
-    the same function; cloudpickle, Dask's fallback, sends no function's code either."""
+def test_the_projects_tasks_pickle_by_reference_and_its_flows_by_value_without_their_tasks():
+    """What a submit sends for every task run (tasks/pickling.py): each task of the project
+    pickles with the standard pickle, whose functions go by name only, and comes back as the same
+    function; cloudpickle, Dask's fallback, sends no task function's code either. A flow's own
+    function goes by value, with its tasks by reference inside it."""
     import pickle
 
     import cloudpickle
@@ -186,6 +187,39 @@ def test_the_projects_tasks_and_flows_pickle_by_reference():
     found = [obj for module in (graph_tasks, partitioned) for obj in vars(module).values()
              if hasattr(obj, "submit") and hasattr(obj, "fn")]
     assert len(found) >= 11  # the nine pipeline tasks and the partitioned ones
-    for obj in [*found, pipeline_flow, bfs_flow, mst_flow]:
+    for obj in found:
         assert pickle.loads(pickle.dumps(obj)).fn is obj.fn, obj.name
         assert b"_make_function" not in cloudpickle.dumps(obj), obj.name  # cloudpickle's by-value marker
+    for obj in (pipeline_flow, bfs_flow, mst_flow):
+        assert cloudpickle.dumps(obj).count(b"_make_function") == 1, obj.name  # the flow's function only
+
+
+def test_a_flow_loaded_from_its_deployment_entrypoint_unpickles_where_flows_is_not_on_the_path(tmp_path):
+    """A deployment's run loads flows/mst.py by path, as module `mst`; a Dask scheduler and
+    workers started elsewhere (GRAPH_DASK_ADDRESS) cannot import `mst`, so the flow goes by value."""
+    import subprocess
+    import sys
+
+    import cloudpickle
+    from prefect.flows import load_flow_from_entrypoint
+
+    from tests.conftest import ROOT
+
+    loaded = load_flow_from_entrypoint(str(ROOT / "flows" / "mst.py") + ":mst_flow")
+    code = "import sys, cloudpickle; print(cloudpickle.loads(sys.stdin.buffer.read()).name)"
+    done = subprocess.run([sys.executable, "-c", code], input=cloudpickle.dumps(loaded), capture_output=True,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 0 and done.stdout.decode().split()[-1] == "mst", done.stderr.decode()[-500:]
+
+
+def test_a_flow_served_or_deployed_from_python_gets_an_entrypoint_that_loads():
+    """flow.serve / to_deployment build the entrypoint from the flow function's __qualname__."""
+    from prefect.flows import load_flow_from_entrypoint
+
+    from flows.mst import mst_flow
+    from tests.conftest import ROOT
+
+    deployment = mst_flow.to_deployment(name="from-python")
+
+    assert deployment.entrypoint == "flows/mst.py:mst_flow"
+    assert load_flow_from_entrypoint(str(ROOT / deployment.entrypoint)).name == "mst"
