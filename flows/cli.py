@@ -285,11 +285,14 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
 
 
 def _drain_to_api(seconds: float = 10) -> None:
-    """Send the logs and events still queued in this process before the temporary server stops
-    (Prefect would send them at exit, to a server already gone)."""
+    """Send the artifacts, logs and events still queued in this process before the temporary
+    server stops (they would be sent at exit, to a server already gone)."""
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogWorker
 
+    from tasks import artifacts
+
+    artifacts.wait_until_published(seconds)
     for worker in (APILogWorker, EventsWorker):
         worker.drain_all(timeout=seconds)
 

@@ -4,8 +4,11 @@ the tasks go on.
 Each artifact is one API call, 10-40 ms of a task's time with a busy server, and a pipeline run
 publishes six from its tasks (progress, the per-level and per-round tables, two validation
 reports) on the one chain of tasks that a GPU worker runs. Sent here, they overlap the next
-task's work. The run's last task waits for them (wait_until_published), so that they are on
-the server when the run ends; a run that fails publishes its failed report at once.
+task's work. The run's last task waits for those of its own process (wait_until_published), so
+that with threads or one Dask worker they are all on the server when the run ends; a cluster
+the run started sends its workers' before it closes, and on a running cluster of several
+workers another worker's may arrive just after the run's end. A failed validation's report is
+sent before the run fails.
 
 Calls run one at a time in the order they were made, each in a copy of its caller's context
 (the task run it belongs to, the settings), with this thread's own API client: the caller's

@@ -151,10 +151,13 @@ class Progress:
         if self.artifact is None:
             self.artifact = artifacts.publish(create_progress_artifact, percent, key=self.key, description=description)
         else:
-            # published after the artifact's creation, whose id it then waits for at once
-            created = self.artifact
-            artifacts.publish(lambda: update_progress_artifact(created.result(), percent, description=description))
+            artifacts.publish(_update_progress, self.artifact, percent, description)
         self.last = time.monotonic()
+
+
+def _update_progress(created, percent: float, description: str) -> None:
+    """A progress artifact's update, published after its creation: the id is there by then."""
+    update_progress_artifact(created.result(), percent, description=description)
 
 
 def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None, backend: str | None,
