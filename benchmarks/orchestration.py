@@ -13,8 +13,8 @@ written at once), then:
   use beyond it: the CUDA context, the module);
 - flow (input compressions named by --flows): `pipeline_flow` on a cluster it starts itself,
   its workers starting while the flow run is created (what a CLI run without --dask-address
-  does; --cluster-start first-task starts them at the run's first task instead), and on a cluster started beforehand and warmed by one run (repeated runs with
-  --dask-address). The seconds the flow spends outside its stages (task hand-offs, cluster
+  does; --cluster-start first-task starts them at the run's first task instead), and on a
+  cluster started beforehand and warmed by one run (repeated runs with --dask-address). The seconds the flow spends outside its stages (task hand-offs, cluster
   start) are recorded as the gap, the task runs' start and end as the timeline, and the
   seconds before the flow run's start and after its end (creating the run; the task runner's
   exit, the cluster's close) apart.

@@ -57,7 +57,7 @@ def output_directory(output: str | None, input_path: str) -> str:
 @dataclass(frozen=True)
 class RunName:
     """flow_run_name: '<flow>-<input stem>', e.g. mst-graph. A class rather than a closure, so
-    that it pickles by reference (tasks/pickling.py)."""
+    that it pickles by reference: the flow travels in every task run's context to the workers."""
 
     kind: str
 

@@ -366,8 +366,9 @@ def spanning_forest(prepared: Timed) -> Timed:
         forest = _timed(be.array_module(e.src), minimum_spanning_forest, e, on_round=on_round)
     f: MSFResult = forest.value
     progress.update(100, f"done: {f.rounds} rounds in {forest.seconds:.3f} s", final=True)
-    artifacts.publish(create_markdown_artifact, key="msf-rounds", markdown=msf_rounds_markdown(f, steps.rows, e.m, forest.seconds),
-                             description="Boruvka: edges still crossing components and seconds per round")
+    artifacts.publish(create_markdown_artifact, key="msf-rounds",
+                      markdown=msf_rounds_markdown(f, steps.rows, e.m, forest.seconds),
+                      description="Boruvka: edges still crossing components and seconds per round")
     get_run_logger().info("MSF: %s edges, %s trees, %d rounds in %d bands, %.3f s",
                           f"{int(f.edges.shape[0]):,}", f"{f.components:,}", f.rounds, f.bands, forest.seconds)
     return forest
