@@ -14,10 +14,14 @@ written at once), then:
 - flow (input compressions named by --flows): `pipeline_flow` on a cluster it starts itself,
   its workers starting while the flow run is created (what a CLI run without --dask-address
   does; --cluster-start first-task starts them at the run's first task instead), and on a
-  cluster started beforehand and warmed by one run (repeated runs with --dask-address). The seconds the flow spends outside its stages (task hand-offs, cluster
-  start) are recorded as the gap, the task runs' start and end as the timeline, and the
-  seconds before the flow run's start and after its end (creating the run; the task runner's
-  exit, the cluster's close) apart.
+  cluster started beforehand and warmed by one run, as a process that runs flows one after
+  another calls it (repeated runs with --dask-address skip the process start): the flow
+  configured once, the command line's Prefect settings (no heartbeat) entered once, --repeats
+  runs interleaved with as many bare runs, medians compared. One more run enters the settings
+  around the call, as a script that wraps each call does. The seconds the flow spends outside
+  its stages (task hand-offs, cluster start) are recorded as the gap, the task runs' start and
+  end as the timeline, and the seconds before the flow run's start and after its end (creating
+  the run; the task runner's exit, the cluster's close) apart.
 The Prefect server is the one PREFECT_API_URL names; start one first (one server for the flow
 and its Dask workers). Appends one record per input compression to FILE.
 """
@@ -182,20 +186,27 @@ def task_timeline(flow_run_id, called: float | None = None, returned: float | No
     return sorted(rows, key=lambda r: r[1]) + [["flow end", end, end]], outside
 
 
-def flow_records(path: str, source_id: int, work: Path, backend: str, runner: str, early_cluster: bool = True) -> dict:
+def flow_records(path: str, source_id: int, work: Path, backend: str, runner: str, early_cluster: bool = True,
+                 repeats: int = 3) -> dict:
+    """The flow on a cluster it starts itself (one run), then, on a running cluster, ``repeats``
+    flow runs interleaved with as many bare runs (a slow write or read hits either kind alike;
+    the medians are compared)."""
     from flows.pipeline import pipeline_flow
     from flows.runners import cluster_started_early, local_cluster, task_runner
 
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    def timed_flow(task_runner_, output):
+    # as the command line runs a flow: without the heartbeat, whose thread the end of a run
+    # waits for (up to a second)
+    command_line_settings = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+
+    def timed_flow(flow_, task_runner_, output, settings_per_run=True):
         called, started = time.time(), time.perf_counter()
-        # as the command line runs a flow: without the heartbeat, whose thread the end of a run
-        # waits for (up to a second), and a cluster of its own started as the run is created
-        with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        # a flow run starting its own cluster starts it as the run is created (as the command
+        # line does); a process that runs flows one after another enters its settings once
+        with temporary_settings(updates=command_line_settings) if settings_per_run else nullcontext():
             with cluster_started_early(task_runner_) if early_cluster else nullcontext():
-                state = pipeline_flow.with_options(task_runner=task_runner_)(
-                    path, source=[str(source_id)], output=str(work / output), backend=backend, return_state=True)
+                state = flow_(path, source=[str(source_id)], output=str(work / output), backend=backend, return_state=True)
         seconds = time.perf_counter() - started
         summary = state.result()
         summary["timeline"], summary["outside"] = task_timeline(state.state_details.flow_run_id, called, called + seconds,
@@ -208,14 +219,33 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
     def gap(summary, seconds):
         return round(seconds - sum(v for k, v in summary.items() if k.endswith("_seconds") and k != "total_seconds"), 3)
 
-    summary, seconds = timed_flow(task_runner(runner), "flow")
+    own_runner = task_runner(runner)
+    summary, seconds = timed_flow(pipeline_flow.with_options(task_runner=own_runner), own_runner, "flow")
     record = {"flow_seconds": round(seconds, 3), "flow_stages": stages(summary), "flow_gap_seconds": gap(summary, seconds),
               "flow_timeline": summary["timeline"], "flow_outside_run_seconds": summary["outside"]}
     if runner == "dask":
         with local_cluster() as cluster:
-            timed_flow(task_runner(address=cluster.scheduler_address), "flow-warm-up")
-            warm, warm_seconds = timed_flow(task_runner(address=cluster.scheduler_address), "flow-warm")
+            address_runner = task_runner(address=cluster.scheduler_address)
+            on_cluster = pipeline_flow.with_options(task_runner=address_runner)  # configured once, as a caller would
+            timed_flow(on_cluster, address_runner, "flow-warm-up")
+            # what a script pays that enters the command line's settings around every call
+            _, per_run_settings = timed_flow(on_cluster, address_runner, "flow-settings-per-run")
+            bare_runs, flow_runs = [], []
+            with temporary_settings(updates=command_line_settings):
+                for k in range(repeats):
+                    started = time.perf_counter()
+                    bare_pipeline(path, source_id, str(work / "bare-beside-flow"), backend)
+                    bare_runs.append(time.perf_counter() - started)
+                    free_device_pool(backend)
+                    flow_runs.append(timed_flow(on_cluster, address_runner, f"flow-warm-{k}", settings_per_run=False))
+        median = sorted(range(repeats), key=lambda k: flow_runs[k][1])[repeats // 2]
+        warm, warm_seconds = flow_runs[median]
+        bare_median = sorted(bare_runs)[repeats // 2]
         record.update(flow_running_cluster_seconds=round(warm_seconds, 3),
+                      flow_running_cluster_runs_seconds=[round(s, 3) for _, s in flow_runs],
+                      flow_running_cluster_bare_runs_seconds=[round(s, 3) for s in bare_runs],
+                      running_cluster_vs_bare=round(warm_seconds / bare_median, 3),
+                      flow_running_cluster_settings_per_run_seconds=round(per_run_settings, 3),
                       flow_running_cluster_stages=stages(warm),
                       flow_running_cluster_gap_seconds=gap(warm, warm_seconds),
                       flow_running_cluster_timeline=warm["timeline"],
@@ -225,6 +255,14 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
     assert pq.read_table(work / "flow" / "bfs_distances.parquet")["distance"].equals(
         pq.read_table(work / "bare" / "bfs_distances.parquet")["distance"])
     return record
+
+
+def free_device_pool(backend: str) -> None:
+    """Hand the CuPy pool's blocks back, leaving the GPU to the flow's worker processes."""
+    if backend == "cupy":
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
 
 
 def main(argv=None) -> int:
@@ -239,6 +277,8 @@ def main(argv=None) -> int:
     p.add_argument("--cluster-start", default="early", choices=["early", "first-task"],
                    help="when a flow that starts its own Dask cluster starts it: as the command line does, while "
                         "the flow run is created (early), or at the run's first task")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="flow runs on the running cluster, each beside a bare run (medians compared)")
     p.add_argument("--json", required=True)
     args = p.parse_args(argv)
     backend = be.resolve(args.backend)
@@ -260,10 +300,7 @@ def main(argv=None) -> int:
         started = time.perf_counter()
         bare = bare_pipeline(path, source_id, str(out / "bare"), backend)
         bare_seconds = time.perf_counter() - started
-        if backend == "cupy":
-            import cupy
-
-            cupy.get_default_memory_pool().free_all_blocks()  # leave the GPU to the next processes
+        free_device_pool(backend)
         started = time.perf_counter()
         fresh = subprocess.run(
             [sys.executable, "-c", "import sys; from benchmarks.orchestration import fresh_run; fresh_run(*sys.argv[1:])",
@@ -288,13 +325,11 @@ def main(argv=None) -> int:
                           gpu_outside_pool_bytes=report["gpu_outside_pool_bytes"],
                           gpu_peak_bytes_per_edge=round(peak / rows, 1))
         if compression in args.flows.split(","):
-            flows = flow_records(path, source_id, out, backend, args.runner, args.cluster_start == "early")
+            flows = flow_records(path, source_id, out, backend, args.runner, args.cluster_start == "early", args.repeats)
             record.update(flows, cluster_start=args.cluster_start)
             # against the bare pipeline in a fresh process: the flow's workers are fresh processes too
             record["overhead"] = round(flows["flow_seconds"] / fresh_seconds - 1, 4)
             record["overhead_vs_warm_process"] = round(flows["flow_seconds"] / bare_seconds - 1, 4)
-            if "flow_running_cluster_seconds" in flows:
-                record["running_cluster_vs_bare"] = round(flows["flow_running_cluster_seconds"] / bare_seconds, 3)
         record.update(machine=machine(backend), date=datetime.date.today().isoformat(), command=command)
         print(json.dumps(record, indent=1), flush=True)
         append_records(args.json, [record])

@@ -60,6 +60,26 @@ def test_task_runs_on_one_worker_thread_see_their_own_flows_settings_and_reach_t
     assert logged == set(task_run_ids)
 
 
+def test_equal_settings_entered_again_are_not_serialized_again_and_changed_ones_are():
+    """A script that enters the same temporary settings around every flow call gets a new
+    settings object each time: the submits reuse the last serialized form when they are equal."""
+    from prefect.context import SettingsContext
+
+    from flows import dask_runner
+
+    seen = []
+    for retries in (3, 3, 5):
+        with temporary_settings({PREFECT_TASKS_DEFAULT_RETRIES: retries}):
+            with dask_runner._settings_serialized_once() as digest:
+                sent = SettingsContext.get().serialize()  # what serialize_context sends the workers
+                seen.append((digest, dask_runner._serialized_settings[1], sent))
+    (first, first_form, first_sent), (again, again_form, _), (changed, _, changed_sent) = seen
+    assert again == first and again_form is first_form
+    assert changed != first
+    assert first_sent["settings"]["tasks"]["default_retries"] == 3
+    assert changed_sent["settings"]["tasks"]["default_retries"] == 5
+
+
 @flow(persist_result=False)
 def one_report(label: str) -> tuple:
     return report.submit(label).result()
