@@ -18,7 +18,8 @@ written at once), then:
   another calls it (repeated runs with --dask-address skip the process start): the flow
   configured once, the command line's Prefect settings (no heartbeat) entered once, --repeats
   runs interleaved with as many bare runs, medians compared. One more run enters the settings
-  around the call, as a script that wraps each call does. The seconds the flow spends outside
+  around the call, as a script that wraps each call does. Prefect's console log is off in the
+  flow's process and its workers, as in a command-line run without --verbose. The seconds the flow spends outside
   its stages (task hand-offs, cluster start) are recorded as the gap, the task runs' start and
   end as the timeline, and the seconds before the flow run's start and after its end (creating
   the run; the task runner's exit, the cluster's close) apart.
@@ -190,14 +191,15 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
                  repeats: int = 3) -> dict:
     """The flow on a cluster it starts itself (one run), then, on a running cluster, ``repeats``
     flow runs interleaved with as many bare runs (a slow write or read hits either kind alike;
-    the medians are compared)."""
+    the medians are compared). Flows run as the command line runs them: without the heartbeat,
+    whose thread the end of a run waits for (up to a second), and without Prefect's console log,
+    in this process and in the workers (the server gets the log either way)."""
+    from flows.cli import console_off, inherited_environment
     from flows.pipeline import pipeline_flow
     from flows.runners import cluster_started_early, local_cluster, task_runner
 
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    # as the command line runs a flow: without the heartbeat, whose thread the end of a run
-    # waits for (up to a second)
     command_line_settings = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
 
     def timed_flow(flow_, task_runner_, output, settings_per_run=True):
@@ -219,12 +221,14 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
     def gap(summary, seconds):
         return round(seconds - sum(v for k, v in summary.items() if k.endswith("_seconds") and k != "total_seconds"), 3)
 
-    own_runner = task_runner(runner)
-    summary, seconds = timed_flow(pipeline_flow.with_options(task_runner=own_runner), own_runner, "flow")
+    workers_environment = console_off()
+    with inherited_environment(workers_environment):
+        own_runner = task_runner(runner)
+        summary, seconds = timed_flow(pipeline_flow.with_options(task_runner=own_runner), own_runner, "flow")
     record = {"flow_seconds": round(seconds, 3), "flow_stages": stages(summary), "flow_gap_seconds": gap(summary, seconds),
               "flow_timeline": summary["timeline"], "flow_outside_run_seconds": summary["outside"]}
     if runner == "dask":
-        with local_cluster() as cluster:
+        with inherited_environment(workers_environment), local_cluster() as cluster:
             address_runner = task_runner(address=cluster.scheduler_address)
             on_cluster = pipeline_flow.with_options(task_runner=address_runner)  # configured once, as a caller would
             timed_flow(on_cluster, address_runner, "flow-warm-up")

@@ -237,7 +237,6 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
     import importlib
 
     from prefect import tags
-    from prefect.logging.handlers import PrefectConsoleHandler
     from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     from flows.common import TAGS
@@ -248,25 +247,19 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
         server.stop()
         server = None
     flow = getattr(importlib.import_module(f"flows.{kind}"), f"{kind}_flow")
-    environment = {}
-    if not args.verbose:
-        # Dask worker processes configure Prefect's logging from this variable when they start
-        environment["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "CRITICAL"
-        for handler in logging.getLogger().handlers:
-            if isinstance(handler, PrefectConsoleHandler):
-                handler.setLevel(logging.CRITICAL + 1)
+    environment = {} if args.verbose else console_off()
     if args.backend:  # a Dask cluster of this machine follows it: CPU workers for numpy, also beside GPUs
         environment["GRAPH_BACKEND"] = args.backend
     if args.partitions != "auto" and args.partitions > 1:
         # a CPU cluster of this machine gets a worker per partition (a GPU cluster has one per GPU)
         environment["GRAPH_DASK_WORKERS"] = str(max(cpu_workers(), args.partitions))
-    with _environment(environment):  # auto counts the workers of the cluster this backend gets
+    with inherited_environment(environment):  # auto counts the workers of the cluster this backend gets
         runner = task_runner(resolve_auto(runner_kind, args.input), args.dask_address)
     # a command-line run is watched by its caller: no heartbeat thread (it costs ~1 s per run)
     settings = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
     if server is not None:
         settings[PREFECT_API_URL] = environment["PREFECT_API_URL"] = server.wait()
-    with temporary_settings(updates=settings), _environment(environment), tags(*TAGS, kind, "cli"):
+    with temporary_settings(updates=settings), inherited_environment(environment), tags(*TAGS, kind, "cli"):
         with cluster_started_early(runner):  # its workers start while Prefect creates the flow run
             state = flow.with_options(task_runner=runner)(**params, return_state=True)
         if server is not None:  # (an interrupted run raised above: Ctrl-C does not wait for this)
@@ -469,8 +462,20 @@ class TemporaryServer:
         self.log.close()
 
 
+def console_off() -> dict:
+    """Prefect's console log off, as a run of the command line without --verbose has it: this
+    process's console handlers now; Dask workers started meanwhile configure Prefect's logging
+    from the variable returned (give it to them with inherited_environment)."""
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, PrefectConsoleHandler):
+            handler.setLevel(logging.CRITICAL + 1)
+    return {"PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL"}
+
+
 @contextmanager
-def _environment(values: dict):
+def inherited_environment(values: dict):
     """Variables that processes started meanwhile (Dask workers) inherit; restored after, so a
     caller of main() in the same process (tests) keeps its own environment."""
     saved = {name: os.environ.get(name) for name in values}

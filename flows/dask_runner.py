@@ -42,6 +42,8 @@ from prefect_dask import DaskTaskRunner
 from prefect_dask.task_runners import PrefectDaskFuture
 from pydantic import PrivateAttr
 
+from tasks import artifacts
+
 # Settings a worker thread keeps (one entry per distinct serialized settings: flows run with
 # temporary settings, or against another server, get their own), with an API client for each.
 CACHED_SETTINGS = 4
@@ -244,6 +246,7 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
                 pass
         super().__exit__(*exc_info)
         self.discard_early_cluster()  # a run that submitted nothing did not take it
+        artifacts.wait_until_published()  # the run's summary, sent while Prefect recorded its end
 
 
 def _close_started_cluster(started: Future) -> None:
@@ -268,8 +271,6 @@ async def _leave_fast_after_sending_prefect_reports(timeout: float = 10) -> None
 
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogWorker
-
-    from tasks import artifacts
 
     await asyncio.to_thread(artifacts.wait_until_published, timeout)
     for service in (APILogWorker, EventsWorker):

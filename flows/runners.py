@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from kernels import backend as be
+from tasks import artifacts
 
 RUNNERS = ("auto", "dask", "threads")
 
@@ -129,7 +130,7 @@ def task_runner(kind: str | None = None, address: str | None = None):
     if kind not in RUNNERS:
         raise ValueError(f"unknown task runner {kind!r} (choose from {', '.join(RUNNERS)})")
     if kind != "dask":
-        return ThreadPoolTaskRunner()
+        return ThreadsTaskRunner()
     address = os.environ.get("GRAPH_DASK_ADDRESS")
     return _dask_runner(address=address) if address else _dask_runner(cluster_class=local_cluster)
 
@@ -140,6 +141,16 @@ def _dask_runner(**kwargs):
     if importlib.util.find_spec("bokeh") is None:
         logging.getLogger("prefect.task_runner.dask").addFilter(_NoDashboardLink())
     return ReusingDaskTaskRunner(**kwargs)
+
+
+class ThreadsTaskRunner(ThreadPoolTaskRunner):
+    """Prefect's thread pool, closed once the artifacts the run published from this process are
+    on the server: the run's summary is sent while Prefect records the run's end, and the flow
+    call returns after both."""
+
+    def __exit__(self, *exc_info) -> None:
+        super().__exit__(*exc_info)
+        artifacts.wait_until_published()
 
 
 def uses_dask(runner) -> bool:

@@ -630,9 +630,10 @@ def summary_rows(summary: dict) -> list[dict]:
 
 def publish_summary(kind: str, summary: dict) -> None:
     """The run's summary as a table artifact. Called by the flow itself, not a task, so that the
-    artifact belongs to the flow run and opens its Artifacts tab."""
-    create_table_artifact(key=f"{kind}-summary", table=summary_rows(summary),
-                          description=f"{kind} run: what it read, computed, checked and wrote")
+    artifact belongs to the flow run and opens its Artifacts tab. Sent while Prefect records the
+    run's end; the flows' task runners wait for it as they close (flows/runners.py)."""
+    artifacts.publish(create_table_artifact, key=f"{kind}-summary", table=summary_rows(summary),
+                      description=f"{kind} run: what it read, computed, checked and wrote")
 
 
 def publish_failure(kind: str, input: str, error: BaseException) -> None:

@@ -2,6 +2,7 @@
 from a real Prefect server: they belong to the task run that published them, arrive in the
 order published, a failed call does not stop the ones after it, and the sender does not use
 the caller's API client (the task engine closes that one when its task run ends)."""
+import json
 import logging
 
 import pytest
@@ -84,3 +85,38 @@ def test_an_async_task_publishes_its_artifact():
     with get_client(sync_client=True) as client:
         published = {a.key: a for a in client.read_latest_artifacts()}
     assert str(published["from-async-task"].latest_id) == artifact_id
+
+
+@pytest.mark.parametrize("runner", ["threads", "dask"])
+def test_the_runs_summary_is_on_the_server_when_the_flow_call_returns_even_from_a_slow_server(
+        runner, tmp_path, monkeypatch):
+    """The summary is sent in the background while Prefect records the run's end; the task
+    runner waits for it as it closes. A server that takes a second per artifact shows
+    whether the call returns before it."""
+    import time
+
+    from distributed import LocalCluster
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    from flows.mst import mst_flow
+    from flows.runners import task_runner
+    from tasks import graph_tasks
+
+    real = graph_tasks.create_table_artifact
+
+    def slow_server(*args, **kwargs):
+        time.sleep(1.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(graph_tasks, "create_table_artifact", slow_server)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as cluster:
+        chosen = task_runner("threads") if runner == "threads" else task_runner(address=cluster.scheduler_address)
+        state = mst_flow.with_options(task_runner=chosen)("data/graph.parquet", output=str(tmp_path), return_state=True)
+        with get_client(sync_client=True) as client:
+            found = client.read_artifacts(artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])))
+    assert state.is_completed()
+    summary = [a for a in found if a.key == "mst-summary"]
+    assert len(summary) == 1 and summary[0].task_run_id is None  # the flow run's own
+    rows = json.loads(summary[0].data) if isinstance(summary[0].data, str) else summary[0].data
+    assert {"quantity": "validation", "value": "passed"} in rows
