@@ -11,7 +11,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterTaskRunId, LogFilter, LogFilterTaskRunId
 from prefect.context import get_run_context
-from prefect.settings import PREFECT_TASKS_DEFAULT_RETRIES, get_current_settings, temporary_settings
+from prefect.settings import PREFECT_FLOWS_DEFAULT_RETRIES, PREFECT_TASKS_DEFAULT_RETRIES, get_current_settings, temporary_settings
 
 from flows.runners import task_runner
 
@@ -78,6 +78,32 @@ def test_equal_settings_entered_again_are_not_serialized_again_and_changed_ones_
     assert changed != first
     assert first_sent["settings"]["tasks"]["default_retries"] == 3
     assert changed_sent["settings"]["tasks"]["default_retries"] == 5
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def flow_retries_seen() -> int:
+    return get_current_settings().flows.default_retries
+
+
+@flow(persist_result=False)
+def report_flow_retries() -> int:
+    return flow_retries_seen.submit().result()
+
+
+def test_a_setting_entered_at_its_default_value_reaches_workers_whose_environment_says_otherwise():
+    """Edge case: settings that compare equal but differ in what was set. The workers take a
+    setting the flow process left unset from their own environment (as Prefect's Dask runner
+    does); one entered with temporary_settings is sent, even at its default value, so a run
+    after a run without it must not reuse the serialized form that lacks it."""
+    default = get_current_settings().flows.default_retries
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address="127.0.0.1:0",
+                      env={"PREFECT_FLOWS_DEFAULT_RETRIES": str(default + 2)}) as cluster:
+        runner = task_runner(address=cluster.scheduler_address)
+        left_unset = report_flow_retries.with_options(task_runner=runner)()
+        with temporary_settings({PREFECT_FLOWS_DEFAULT_RETRIES: default}):
+            entered = report_flow_retries.with_options(task_runner=runner)()
+    assert left_unset == default + 2  # the workers' own
+    assert entered == default
 
 
 @flow(persist_result=False)
