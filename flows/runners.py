@@ -148,6 +148,8 @@ class ThreadsTaskRunner(ThreadPoolTaskRunner):
     on the server: the run's summary is sent while Prefect records the run's end, and the flow
     call returns after both."""
 
+    waits_for_published_artifacts = True  # tasks/graph_tasks.publish_summary relies on it
+
     def __exit__(self, *exc_info) -> None:
         super().__exit__(*exc_info)
         artifacts.wait_until_published()

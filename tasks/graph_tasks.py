@@ -30,6 +30,7 @@ from prefect.artifacts import (
     create_markdown_artifact, create_progress_artifact, create_table_artifact, update_progress_artifact,
 )
 from prefect.cache_policies import NO_CACHE
+from prefect.context import FlowRunContext
 
 from kernels import backend as be
 from kernels.bfs import BFSResult, bfs
@@ -631,9 +632,14 @@ def summary_rows(summary: dict) -> list[dict]:
 def publish_summary(kind: str, summary: dict) -> None:
     """The run's summary as a table artifact. Called by the flow itself, not a task, so that the
     artifact belongs to the flow run and opens its Artifacts tab. Sent while Prefect records the
-    run's end; the flows' task runners wait for it as they close (flows/runners.py)."""
+    run's end; the flows' task runners wait for it as they close (flows/runners.py). A runner
+    without that wait (one of Prefect's, given by the caller) would let the flow call return
+    before the summary is on the server: the summary is waited for here instead."""
     artifacts.publish(create_table_artifact, key=f"{kind}-summary", table=summary_rows(summary),
                       description=f"{kind} run: what it read, computed, checked and wrote")
+    run = FlowRunContext.get()
+    if not getattr(run.task_runner if run else None, "waits_for_published_artifacts", False):
+        artifacts.wait_until_published()
 
 
 def publish_failure(kind: str, input: str, error: BaseException) -> None:

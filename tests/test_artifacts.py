@@ -87,16 +87,18 @@ def test_an_async_task_publishes_its_artifact():
     assert str(published["from-async-task"].latest_id) == artifact_id
 
 
-@pytest.mark.parametrize("runner", ["threads", "dask"])
+@pytest.mark.parametrize("runner", ["threads", "dask", "prefect's own thread pool"])
 def test_the_runs_summary_is_on_the_server_when_the_flow_call_returns_even_from_a_slow_server(
         runner, tmp_path, monkeypatch):
     """The summary is sent in the background while Prefect records the run's end; the task
-    runner waits for it as it closes. A server that takes a second per artifact shows
-    whether the call returns before it."""
+    runner waits for it as it closes, and a flow given a runner of Prefect's (not one of
+    flows/runners.py, which wait) waits for it itself. A server that takes a second per
+    artifact shows whether the call returns before it."""
     import time
 
     from distributed import LocalCluster
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+    from prefect.task_runners import ThreadPoolTaskRunner
 
     from flows.mst import mst_flow
     from flows.runners import task_runner
@@ -110,7 +112,9 @@ def test_the_runs_summary_is_on_the_server_when_the_flow_call_returns_even_from_
 
     monkeypatch.setattr(graph_tasks, "create_table_artifact", slow_server)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as cluster:
-        chosen = task_runner("threads") if runner == "threads" else task_runner(address=cluster.scheduler_address)
+        chosen = {"threads": lambda: task_runner("threads"),
+                  "dask": lambda: task_runner(address=cluster.scheduler_address),
+                  "prefect's own thread pool": ThreadPoolTaskRunner}[runner]()
         state = mst_flow.with_options(task_runner=chosen)("data/graph.parquet", output=str(tmp_path), return_state=True)
         with get_client(sync_client=True) as client:
             found = client.read_artifacts(artifact_filter=ArtifactFilter(
