@@ -643,9 +643,11 @@ def vertex_names(names: pa.Array | None, ids: np.ndarray) -> pa.Array:
     return pa.array(ids)
 
 
-def _walked_folders(root: Path) -> set[str]:
-    """The real paths of every folder dataset_files enters below ``root``, links followed."""
+def _walk(root: Path) -> tuple[set[str], dict[str, Path]]:
+    """What dataset_files reaches below ``root``, links followed: the real path of every folder
+    it enters, and of every file it looks at (mapped to the path it is reached by)."""
     walked: set[str] = set()
+    files: dict[str, Path] = {}
     folders = [root]
     while folders:
         folder = os.path.realpath(folders.pop())
@@ -656,8 +658,14 @@ def _walked_folders(root: Path) -> set[str]:
             entries = list(os.scandir(folder))
         except OSError:  # the read names it
             continue
-        folders += [e.path for e in entries if not e.name.startswith(SKIP_PREFIXES) and e.is_dir()]
-    return walked
+        for e in entries:
+            if e.name.startswith(SKIP_PREFIXES):
+                continue
+            if e.is_dir():
+                folders.append(e.path)
+            else:
+                files.setdefault(os.path.realpath(e.path), Path(e.path))
+    return walked, files
 
 
 def _read_by_walk(folder: str, walked: set[str]) -> bool:
@@ -678,10 +686,20 @@ def check_output_paths(input: str, targets: list[str | os.PathLike], directories
     folder the dataset walk skips, such as `_results/`), a result path taken by a folder other
     than a partitioned run's result (which any run replaces whole) or, where ``directories`` (a
     partitioned run, which replaces a result path whole), an empty folder; an output folder
-    path taken by a file."""
-    walked = _walked_folders(Path(input)) if os.path.isdir(input) else set()
+    path taken by a file; a result path that is an input file (or holds one), which writing the
+    result would replace."""
+    if os.path.isdir(input):
+        walked, files = _walk(Path(input))
+    else:
+        walked, files = set(), {os.path.realpath(input): Path(input)}
     for target in map(Path, targets):
         out = target.parent
+        # the entry a result replaces (a file, or a partitioned run's folder of parts): an input
+        # file reached by it, through links or not, would be lost before anyone read the result
+        replaced = os.path.join(os.path.realpath(out), target.name)
+        lost = next((f for real, f in files.items() if real == replaced or real.startswith(replaced + os.sep)), None)
+        if lost is not None:
+            raise OutputError(f"{target}: the result would replace the input file {lost}; write the results elsewhere")
         if _read_by_walk(os.path.realpath(out), walked):
             raise OutputError(f"{out}: output folder is inside the input dataset {input}, so a later run "
                               "would read the results as input; write them elsewhere")
