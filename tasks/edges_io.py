@@ -859,7 +859,8 @@ def remove_earlier_bfs_results(output: str | os.PathLike, written: list[str | os
     from an earlier run with more source sets, or OUTPUT/bfs_distances.parquet from a run with
     one search when this one had source sets (and the other way round), so that a job reading
     the output never mixes two runs. Only result files (or a partitioned run's result folders)
-    of those names go, and a source-set folder only when nothing else is left in it."""
+    of those names go, known by their footers (RESULT_KEY), and a source-set folder only when
+    nothing else is left in it."""
     output = Path(output)
     kept = {os.path.abspath(p) for p in written}
     removed = []
@@ -868,7 +869,10 @@ def remove_earlier_bfs_results(output: str | os.PathLike, written: list[str | os
             continue
         if os.path.abspath(found) in kept or found.is_symlink():
             continue
-        if found.is_file() or is_result_dataset(found):
+        # by its footer: a file of the user's at a result's name (an edge list named
+        # bfs_distances.parquet, say, perhaps this run's input) is not a result and stays
+        files = sorted(found.iterdir()) if is_result_dataset(found) else [found] if found.is_file() else []
+        if files and all(_result_in_footer(f) == BFS_RESULT_NAME for f in files):
             remove_path(found)
             removed.append(found)
             if found.parent != output:
@@ -877,6 +881,15 @@ def remove_earlier_bfs_results(output: str | os.PathLike, written: list[str | os
                 except OSError:  # the user keeps something of their own there
                     pass
     return removed
+
+
+def _result_in_footer(path: Path) -> str | None:
+    """The result a Parquet file names in its footer (RESULT_KEY); None for any other file."""
+    try:
+        metadata = pq.read_metadata(path).metadata or {}
+    except (pa.ArrowException, OSError):
+        return None
+    return metadata[RESULT_KEY].decode(errors="replace") if RESULT_KEY in metadata else None
 
 
 def result_name(target: Path) -> str:
