@@ -1,5 +1,5 @@
 """A fifth search for wrong answers, on the one-partition path (NumPy backend): Parquet types,
-file layouts, values and output paths not tried before. Two faults are pinned by named cases;
+file layouts, values and output paths not tried before. Three faults are pinned by named cases;
 the classes that held are pinned by compact parametrized cases against serial references
 written for the test (Kruskal with union-find under the order (weight, input row), -0.0 and 0.0
 one weight; a queue BFS; predecessors checked as valid parents)."""
@@ -148,6 +148,21 @@ def test_a_result_path_that_is_an_input_file_is_refused(tmp_path, capsys, layout
     assert err.strip().splitlines() == [
         f"error: {out / result}: the result would replace the input file {lost}; write the results elsewhere"]
     assert contents(tmp_path) == before
+
+
+@pytest.mark.parametrize("main", [bfs_cli.main, pipeline_cli.main], ids=["bfs", "pipeline"])
+def test_an_input_at_an_earlier_search_result_path_is_not_removed_as_one(tmp_path, capsys, main):
+    """An edge list at OUTPUT/bfs_distances.parquet, searched with source sets into OUTPUT: the
+    run wrote OUTPUT/source-set-0/ and then deleted its own input as an earlier run's single
+    search. Only files whose footer names them a result are removed now."""
+    out = tmp_path / "out"
+    out.mkdir()
+    pq.write_table(pa.table({"src": [0, 1], "dst": [1, 2], "weight": [1.0, 2.0]}), out / "bfs_distances.parquet")
+    before = (out / "bfs_distances.parquet").read_bytes()
+    code, _, err = run(main, [out / "bfs_distances.parquet", "--source-set", "0", "--output", out], capsys)
+    assert code == 0, err
+    assert (out / "bfs_distances.parquet").read_bytes() == before
+    assert_distances(out / "source-set-0" / "bfs_distances.parquet", [0, 1], [1, 2], [0])
 
 
 def test_a_link_at_the_result_path_to_the_input_is_replaced_not_followed(tmp_path, capsys):
