@@ -452,7 +452,12 @@ def _unit_weights(unit: _Unit, col: pa.ChunkedArray, name: str, dtype: np.dtype)
         col = col.cast(col.type.value_type)
     if pa.types.is_integer(col.type):
         return _integer_weights(unit, col.to_numpy(), name)
-    # float16 -> float32 and float32 -> float64 are exact; decimals go to the nearest float64
+    # float16 -> float32 and float32 -> float64 are exact. Decimals go to the nearest float64
+    # through their text: Arrow's decimal -> float64 cast scales in floating point and misses
+    # the nearest value for about 1 decimal in 4 (1.001 became 1.0010000000000001), which also
+    # made weights one ulp apart equal, so the heavier of two parallel edges could win the tie
+    if pa.types.is_decimal(col.type):
+        col = col.cast(pa.string())
     weight = col.cast(pa.from_numpy_dtype(dtype)).to_numpy()
     bad = ~np.isfinite(weight)
     if bad.any():
@@ -638,9 +643,11 @@ def vertex_names(names: pa.Array | None, ids: np.ndarray) -> pa.Array:
     return pa.array(ids)
 
 
-def _walked_folders(root: Path) -> set[str]:
-    """The real paths of every folder dataset_files enters below ``root``, links followed."""
+def _walk(root: Path) -> tuple[set[str], dict[str, Path]]:
+    """What dataset_files reaches below ``root``, links followed: the real path of every folder
+    it enters, and of every file it looks at (mapped to the path it is reached by)."""
     walked: set[str] = set()
+    files: dict[str, Path] = {}
     folders = [root]
     while folders:
         folder = os.path.realpath(folders.pop())
@@ -651,8 +658,14 @@ def _walked_folders(root: Path) -> set[str]:
             entries = list(os.scandir(folder))
         except OSError:  # the read names it
             continue
-        folders += [e.path for e in entries if not e.name.startswith(SKIP_PREFIXES) and e.is_dir()]
-    return walked
+        for e in entries:
+            if e.name.startswith(SKIP_PREFIXES):
+                continue
+            if e.is_dir():
+                folders.append(e.path)
+            else:
+                files.setdefault(os.path.realpath(e.path), Path(e.path))
+    return walked, files
 
 
 def _read_by_walk(folder: str, walked: set[str]) -> bool:
@@ -673,10 +686,20 @@ def check_output_paths(input: str, targets: list[str | os.PathLike], directories
     folder the dataset walk skips, such as `_results/`), a result path taken by a folder other
     than a partitioned run's result (which any run replaces whole) or, where ``directories`` (a
     partitioned run, which replaces a result path whole), an empty folder; an output folder
-    path taken by a file."""
-    walked = _walked_folders(Path(input)) if os.path.isdir(input) else set()
+    path taken by a file; a result path that is an input file (or holds one), which writing the
+    result would replace."""
+    if os.path.isdir(input):
+        walked, files = _walk(Path(input))
+    else:
+        walked, files = set(), {os.path.realpath(input): Path(input)}
     for target in map(Path, targets):
         out = target.parent
+        # the entry a result replaces (a file, or a partitioned run's folder of parts): an input
+        # file reached by it, through links or not, would be lost before anyone read the result
+        replaced = os.path.join(os.path.realpath(out), target.name)
+        lost = next((f for real, f in files.items() if real == replaced or real.startswith(replaced + os.sep)), None)
+        if lost is not None:
+            raise OutputError(f"{target}: the result would replace the input file {lost}; write the results elsewhere")
         if _read_by_walk(os.path.realpath(out), walked):
             raise OutputError(f"{out}: output folder is inside the input dataset {input}, so a later run "
                               "would read the results as input; write them elsewhere")
@@ -836,7 +859,8 @@ def remove_earlier_bfs_results(output: str | os.PathLike, written: list[str | os
     from an earlier run with more source sets, or OUTPUT/bfs_distances.parquet from a run with
     one search when this one had source sets (and the other way round), so that a job reading
     the output never mixes two runs. Only result files (or a partitioned run's result folders)
-    of those names go, and a source-set folder only when nothing else is left in it."""
+    of those names go, known by their footers (RESULT_KEY), and a source-set folder only when
+    nothing else is left in it."""
     output = Path(output)
     kept = {os.path.abspath(p) for p in written}
     removed = []
@@ -845,7 +869,10 @@ def remove_earlier_bfs_results(output: str | os.PathLike, written: list[str | os
             continue
         if os.path.abspath(found) in kept or found.is_symlink():
             continue
-        if found.is_file() or is_result_dataset(found):
+        # by its footer: a file of the user's at a result's name (an edge list named
+        # bfs_distances.parquet, say, perhaps this run's input) is not a result and stays
+        files = sorted(found.iterdir()) if is_result_dataset(found) else [found] if found.is_file() else []
+        if files and all(_result_in_footer(f) == BFS_RESULT_NAME for f in files):
             remove_path(found)
             removed.append(found)
             if found.parent != output:
@@ -854,6 +881,15 @@ def remove_earlier_bfs_results(output: str | os.PathLike, written: list[str | os
                 except OSError:  # the user keeps something of their own there
                     pass
     return removed
+
+
+def _result_in_footer(path: Path) -> str | None:
+    """The result a Parquet file names in its footer (RESULT_KEY); None for any other file."""
+    try:
+        metadata = pq.read_metadata(path).metadata or {}
+    except (pa.ArrowException, OSError):
+        return None
+    return metadata[RESULT_KEY].decode(errors="replace") if RESULT_KEY in metadata else None
 
 
 def result_name(target: Path) -> str:
