@@ -17,10 +17,11 @@ written at once), then:
   cluster started beforehand and warmed by one run, as a process that runs flows one after
   another calls it (repeated runs with --dask-address skip the process start): the flow
   configured once, the command line's Prefect settings (no heartbeat) entered once, --repeats
-  runs interleaved with as many bare runs, medians compared. One more run enters the settings
+  runs interleaved with as many bare runs (alternating which goes first), medians compared,
+  and the flow's median against the warm bare run alone too. One more run enters the settings
   around the call, as a script that wraps each call does. Prefect's console log is off in the
-  flow's process and its workers, as in a command-line run without --verbose. The seconds the flow spends outside
-  its stages (task hand-offs, cluster start) are recorded as the gap, the task runs' start and
+  flow's process and its workers, as in a command-line run without --verbose (a Python caller
+  has it on by default). The seconds the flow spends outside its stages (task hand-offs, cluster start) are recorded as the gap, the task runs' start and
   end as the timeline, and the seconds before the flow run's start and after its end (creating
   the run; the task runner's exit, the cluster's close) apart.
 The Prefect server is the one PREFECT_API_URL names; start one first (one server for the flow
@@ -188,10 +189,10 @@ def task_timeline(flow_run_id, called: float | None = None, returned: float | No
 
 
 def flow_records(path: str, source_id: int, work: Path, backend: str, runner: str, early_cluster: bool = True,
-                 repeats: int = 3) -> dict:
+                 repeats: int = 5) -> dict:
     """The flow on a cluster it starts itself (one run), then, on a running cluster, ``repeats``
     flow runs interleaved with as many bare runs (a slow write or read hits either kind alike;
-    the medians are compared). Flows run as the command line runs them: without the heartbeat,
+    the medians are compared; the two kinds alternate which runs first). Flows run as the command line runs them: without the heartbeat,
     whose thread the end of a run waits for (up to a second), and without Prefect's console log,
     in this process and in the workers (the server gets the log either way)."""
     from flows.cli import console_off, inherited_environment
@@ -236,12 +237,18 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
             _, per_run_settings = timed_flow(on_cluster, address_runner, "flow-settings-per-run")
             bare_runs, flow_runs = [], []
             with temporary_settings(updates=command_line_settings):
+                # bare and flow alternate which goes first; bare keeps its CuPy pool between its
+                # runs as the warm bare run above does (Kron-26 fits twice on one H200)
                 for k in range(repeats):
-                    started = time.perf_counter()
-                    bare_pipeline(path, source_id, str(work / "bare-beside-flow"), backend)
-                    bare_runs.append(time.perf_counter() - started)
-                    free_device_pool(backend)
-                    flow_runs.append(timed_flow(on_cluster, address_runner, f"flow-warm-{k}", settings_per_run=False))
+                    for kind in (("bare", "flow") if k % 2 == 0 else ("flow", "bare")):
+                        if kind == "bare":
+                            started = time.perf_counter()
+                            bare_pipeline(path, source_id, str(work / "bare-beside-flow"), backend)
+                            bare_runs.append(time.perf_counter() - started)
+                        else:
+                            flow_runs.append(timed_flow(on_cluster, address_runner, f"flow-warm-{k}",
+                                                        settings_per_run=False))
+            free_device_pool(backend)
         median = sorted(range(repeats), key=lambda k: flow_runs[k][1])[repeats // 2]
         warm, warm_seconds = flow_runs[median]
         bare_median = sorted(bare_runs)[repeats // 2]
@@ -259,6 +266,18 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
     assert pq.read_table(work / "flow" / "bfs_distances.parquet")["distance"].equals(
         pq.read_table(work / "bare" / "bfs_distances.parquet")["distance"])
     return record
+
+
+def code_version() -> str | None:
+    """The commit measured: GRAPH_BENCH_CODE (a copy of the checkout without its .git, e.g. on a
+    GPU machine), else `git rev-parse --short HEAD`."""
+    if os.environ.get("GRAPH_BENCH_CODE"):
+        return os.environ["GRAPH_BENCH_CODE"]
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip() or None
+    except (OSError, subprocess.CalledProcessError):
+        return None
 
 
 def free_device_pool(backend: str) -> None:
@@ -281,7 +300,7 @@ def main(argv=None) -> int:
     p.add_argument("--cluster-start", default="early", choices=["early", "first-task"],
                    help="when a flow that starts its own Dask cluster starts it: as the command line does, while "
                         "the flow run is created (early), or at the run's first task")
-    p.add_argument("--repeats", type=int, default=3,
+    p.add_argument("--repeats", type=int, default=5,
                    help="flow runs on the running cluster, each beside a bare run (medians compared)")
     p.add_argument("--json", required=True)
     args = p.parse_args(argv)
@@ -334,7 +353,10 @@ def main(argv=None) -> int:
             # against the bare pipeline in a fresh process: the flow's workers are fresh processes too
             record["overhead"] = round(flows["flow_seconds"] / fresh_seconds - 1, 4)
             record["overhead_vs_warm_process"] = round(flows["flow_seconds"] / bare_seconds - 1, 4)
-        record.update(machine=machine(backend), date=datetime.date.today().isoformat(), command=command)
+            if "flow_running_cluster_seconds" in flows:
+                record["running_cluster_vs_bare_alone"] = round(flows["flow_running_cluster_seconds"] / bare_seconds, 3)
+        record.update(machine=machine(backend), date=datetime.date.today().isoformat(), command=command,
+                      code=code_version(), console_log="off (as the command line without --verbose)")
         print(json.dumps(record, indent=1), flush=True)
         append_records(args.json, [record])
     return 0

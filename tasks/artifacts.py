@@ -52,10 +52,14 @@ def publish(create: Callable[..., Any], /, *args, **kwargs) -> Future:
 
 
 def wait_until_published(timeout: float = 30.0) -> bool:
-    """Wait until every call made in this process so far has finished; False if some had not
-    after ``timeout`` seconds."""
+    """Wait until every call made in this process so far has finished; False, with a warning,
+    if some had not after ``timeout`` seconds (they are still sent, later)."""
     with _finished:
-        return _finished.wait_for(lambda: _pending == 0, timeout)
+        if _finished.wait_for(lambda: _pending == 0, timeout):
+            return True
+        left = _pending
+    logging.getLogger(__name__).warning("%d artifact(s) not yet on the server after %.0f s; still sending them", left, timeout)
+    return False
 
 
 def _send_forever() -> None:

@@ -63,6 +63,18 @@ def test_waiting_with_nothing_published_returns_at_once():
     assert artifacts.wait_until_published(timeout=0.0)
 
 
+def test_a_wait_that_times_out_says_so_and_the_call_still_finishes(caplog):
+    import threading
+
+    release = threading.Event()
+    held = artifacts.publish(release.wait)  # a call the server has not answered yet
+    with caplog.at_level(logging.WARNING, logger="tasks.artifacts"):
+        assert not artifacts.wait_until_published(timeout=0.05)
+    assert "1 artifact(s) not yet on the server" in caplog.text
+    release.set()
+    assert artifacts.wait_until_published(timeout=10) and held.result() is True
+
+
 @task(cache_policy=NO_CACHE, persist_result=False)
 async def async_publishing_task() -> str:
     published = artifacts.publish(create_markdown_artifact, "# from an async task", key="from-async-task")

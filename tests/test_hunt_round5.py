@@ -3,7 +3,6 @@ file layouts, values and output paths not tried before. Three faults are pinned 
 the classes that held are pinned by compact parametrized cases against serial references
 written for the test (Kruskal with union-find under the order (weight, input row), -0.0 and 0.0
 one weight; a queue BFS; predecessors checked as valid parents)."""
-import os
 from collections import deque
 from decimal import Decimal
 from pathlib import Path
