@@ -127,3 +127,29 @@ def device_memory_free() -> int:
     free = cupy.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
     limit = pool.get_limit()
     return min(free, limit - pool.used_bytes()) if limit else free
+
+
+# CuPy compiles every kernel, its own elementwise ones too, with -ftz=true: single-precision
+# arithmetic, comparisons and conversions read a subnormal float32 as 0. Where float32 weights
+# are ordered or widened on the GPU, these two work on their bits instead.
+
+def float32_order_keys(weight):
+    """int64 keys ordered as the float32 ``weight`` values are (-0.0 equal to +0.0), computed
+    with integer operations only."""
+    xp = array_module(weight)
+    bits = weight.view(np.uint32).astype(np.int64)
+    magnitude = bits & 0x7FFFFFFF
+    return xp.where(bits >> 31 == 1, -magnitude, magnitude)
+
+
+def float32_to_float64(values):
+    """float32 ``values`` widened exactly, subnormals included (a float64 holds each exactly)."""
+    xp = array_module(values)
+    wide = values.astype(np.float64)
+    bits = values.view(np.uint32)
+    subnormal = ((bits & 0x7F800000) == 0) & ((bits & 0x7FFFFF) != 0)
+    if bool(subnormal.any()):
+        sign = xp.where(bits >> 31 == 1, -1.0, 1.0)
+        exact = sign * (bits & 0x7FFFFF).astype(np.float64) * 2.0**-149  # float64 arithmetic: no flush
+        wide = xp.where(subnormal, exact, wide)
+    return wide

@@ -78,7 +78,7 @@ import math
 
 import numpy as np
 
-from kernels.backend import array_module, scatter_min
+from kernels.backend import array_module, float32_order_keys, scatter_min
 
 # Edges are read in chunks so that temporaries never grow with m. Host: a chunk's dozen
 # temporaries (4-8 MB each) stay close to the CPU caches. GPU: fewer, larger launches; a dozen
@@ -449,6 +449,8 @@ def verify_forest(src, dst, weight, n: int, chosen):
             for lo, hi in _chunks(xp, m))
         report["minimum (cycle property)"] = -1  # not checkable on a non-forest
         return report
+    if weight.dtype == np.float32:  # compared by their bits (kernels/backend.py says why)
+        weight = float32_order_keys(weight)
     forest_weight = weight[chosen]
     by_weight = xp.argsort(forest_weight)  # ties in any order: path maxima are by weight
     # rank k (a root's) maps to -inf: it marks ranges that cross trees, never a lighter edge

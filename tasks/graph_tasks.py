@@ -455,7 +455,8 @@ def _reported_total(weights) -> float | str:
     if weights.size == 0:
         return 0.0
     xp = be.array_module(weights)
-    values = weights.astype(np.float64, copy=False)  # float32 sums overflow at 3.4e38
+    # float32 sums overflow at 3.4e38; widened by their bits, as CuPy's own cast reads subnormals as 0
+    values = be.float32_to_float64(weights) if weights.dtype == np.float32 else weights.astype(np.float64, copy=False)
     with np.errstate(over="ignore"):  # an overflow here sends the sum down the exact path
         total, height = _sum_in_blocks(values, xp)
         magnitude, _ = _sum_in_blocks(xp.abs(values), xp)

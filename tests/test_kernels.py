@@ -346,6 +346,46 @@ def test_msf_keeps_the_weight_dtype_and_the_tie_rule(backend, xp, dtype):
     assert np.array_equal(chosen, ref)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_msf_orders_subnormal_weights_and_its_verifier_sees_them(backend, xp, dtype):
+    """Subnormal weights (CuPy compiles its kernels with -ftz=true, which reads a subnormal
+    float32 as 0 in any float comparison): the forest is Kruskal's, and a forest heavier only
+    by subnormals fails the cycle property."""
+    tiny = np.finfo(dtype).smallest_subnormal
+    rng = np.random.default_rng(5)
+    n, m = 200, 2000
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    w = (rng.choice(np.array([-3, -1, 0, 1, 2, 3, 5]), m) * tiny).astype(dtype)
+    s, d, ids = renumber(xp.asarray(src), xp.asarray(dst))
+    edges = edge_list(s, d, xp.asarray(w), int(ids.shape[0]))
+    f = minimum_spanning_forest(edges)
+    s_h, d_h, w_h, chosen = as_np(edges.src, edges.dst, edges.weight, f.edges)
+    _, ref = kruskal(s_h, d_h, w_h, edges.n)
+    assert np.array_equal(chosen, ref)
+    # the triangle 0-1 (tiny), 1-2 (2 tiny), 0-2 (3 tiny) with its heaviest edge in the forest
+    tri = [xp.asarray(np.array(a)) for a in ([0, 1, 0], [1, 2, 2])]
+    weight = xp.asarray(np.array([1, 2, 3], dtype) * tiny)
+    assert verify_forest(*tri, weight, 3, xp.asarray(np.array([0, 1])))["minimum (cycle property)"] == 0
+    assert verify_forest(*tri, weight, 3, xp.asarray(np.array([0, 2])))["minimum (cycle property)"] == 1
+
+
+def test_float32_order_keys_and_widening_are_exact_on_every_kind_of_value(xp):
+    """On the GPU as on the host: random bit patterns (subnormals, zeros of both signs, the
+    largest floats, infinities) keep their order as keys and their value widened to float64."""
+    bits = np.random.default_rng(9).integers(0, 2**32, 100_000, dtype=np.uint64).astype(np.uint32)
+    special = np.array([0.0, -0.0, 1e-45, -1e-45, 2e-45, 1.17e-38, 3.4e38, -3.4e38, np.inf, -np.inf], np.float32)
+    values = np.concatenate([bits.view(np.float32), special])
+    values = values[~np.isnan(values)]
+    (keys,) = as_np(be.float32_order_keys(xp.asarray(values)))
+    wide = values.astype(np.float64)  # NumPy widens exactly
+    order = np.argsort(keys, kind="stable")
+    assert np.array_equal(wide[order], np.sort(wide))
+    assert np.array_equal(keys[values == 0], np.zeros(int((values == 0).sum())))
+    finite = values[np.isfinite(values)]
+    (widened,) = as_np(be.float32_to_float64(xp.asarray(finite)))
+    assert np.array_equal(widened, finite.astype(np.float64))
+
+
 def test_bfs_through_narrow_wide_narrow_frontiers(backend):
     """A long path into a hub of 5000 leaves, each leaf on a second hub, then a long path: one
     and many vertices per level alternate (on the GPU: the one-block kernel, the grid kernel in

@@ -29,8 +29,10 @@ __device__ __forceinline__ u64 weight_key(double w) {
 }
 
 __device__ __forceinline__ u64 weight_key(float w) {
-    if (w == 0.0f) w = 0.0f;
+    // by the bits alone: CuPy compiles with -ftz=true, under which a float comparison reads a
+    // subnormal weight as 0 (and `w == 0.0f` made 1e-45 and 2e-45 one key)
     unsigned b = __float_as_uint(w);
+    if ((b & 0x7fffffffu) == 0) b = 0;  // -0.0 as +0.0
     return (u64)((b >> 31) ? ~b : (b | 0x80000000u));
 }
 
