@@ -70,3 +70,45 @@ def result_tables(directory):
             table = table.drop_columns(["predecessor"])
         found[str(path.relative_to(directory))] = table
     return found
+
+
+def kruskal_rows(src, dst, weight) -> list[int]:
+    """Rows of Kruskal's forest over plain Python lists, walking edges by (weight, row): the
+    project's tie rule (-0.0 == 0.0, so the row decides)."""
+    parent = {}
+
+    def root(x):
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    chosen = []
+    for i in sorted(range(len(src)), key=lambda i: (weight[i], i)):
+        a, b = root(src[i]), root(dst[i])
+        if a != b:
+            parent[a] = b
+            chosen.append(i)
+    return sorted(chosen)
+
+
+def queue_bfs(src, dst, sources, directed=False, limit=None):
+    """Distances (None: unreached) by vertex id from a queue over plain lists, and the adjacency
+    sets; ``limit`` levels at most."""
+    adjacent = {v: set() for v in list(src) + list(dst)}
+    for u, v in zip(src, dst):
+        if u != v:
+            adjacent[u].add(v)
+            if not directed:
+                adjacent[v].add(u)
+    distance, queue = {s: 0 for s in sources}, deque(dict.fromkeys(sources))
+    while queue:
+        u = queue.popleft()
+        if limit is not None and distance[u] >= limit:
+            continue
+        for v in adjacent[u]:
+            if v not in distance:
+                distance[v] = distance[u] + 1
+                queue.append(v)
+    return {v: distance.get(v) for v in adjacent}, adjacent

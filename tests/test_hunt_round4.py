@@ -2,7 +2,6 @@
 found; these edge cases held and are pinned here against serial references written for the
 test (Kruskal with union-find under the order (weight, input row); a queue BFS; predecessors
 checked as valid parents), since the partitioned path could break each one on its own."""
-from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from tasks.partitioned import run_partitioned
+from tests.references import kruskal_rows, queue_bfs
 
 
 @pytest.fixture(scope="module")
@@ -19,44 +19,6 @@ def client():
     with LocalCluster(n_workers=3, threads_per_worker=1, dashboard_address=None,
                       env={"GRAPH_BACKEND": "numpy"}) as cluster, Client(cluster) as c:
         yield c
-
-
-def kruskal_rows(src, dst, weight) -> list[int]:
-    parent = {}
-
-    def root(x):
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    chosen = []
-    for i in sorted(range(len(src)), key=lambda i: (weight[i], i)):  # -0.0 == 0.0: the row decides
-        a, b = root(src[i]), root(dst[i])
-        if a != b:
-            parent[a] = b
-            chosen.append(i)
-    return sorted(chosen)
-
-
-def queue_bfs(src, dst, sources, directed, limit):
-    adjacent = {v: set() for v in src + dst}
-    for u, v in zip(src, dst):
-        if u != v:
-            adjacent[u].add(v)
-            if not directed:
-                adjacent[v].add(u)
-    distance, queue = {s: 0 for s in sources}, deque(dict.fromkeys(sources))
-    while queue:
-        u = queue.popleft()
-        if limit is not None and distance[u] >= limit:
-            continue
-        for v in adjacent[u]:
-            if v not in distance:
-                distance[v] = distance[u] + 1
-                queue.append(v)
-    return {v: distance.get(v) for v in adjacent}, adjacent
 
 
 def zero_weights_of_both_signs(directory: Path):

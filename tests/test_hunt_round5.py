@@ -3,7 +3,6 @@ file layouts, values and output paths not tried before. Three faults are pinned 
 the classes that held are pinned by compact parametrized cases against serial references
 written for the test (Kruskal with union-find under the order (weight, input row), -0.0 and 0.0
 one weight; a queue BFS; predecessors checked as valid parents)."""
-from collections import deque
 from decimal import Decimal
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
+from tests.references import kruskal_rows, queue_bfs
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -28,44 +28,6 @@ def run(main, argv, capsys):
 def contents(path: Path) -> dict:
     return {str(p.relative_to(path)): p.read_bytes() if p.is_file() and not p.is_symlink() else None
             for p in path.rglob("*")}
-
-
-def kruskal_rows(src, dst, weight) -> list[int]:
-    parent = {}
-
-    def root(x):
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    chosen = []
-    for i in sorted(range(len(src)), key=lambda i: (weight[i], i)):
-        a, b = root(src[i]), root(dst[i])
-        if a != b:
-            parent[a] = b
-            chosen.append(i)
-    return sorted(chosen)
-
-
-def queue_bfs(src, dst, sources, directed=False, limit=None):
-    adjacent = {v: set() for v in list(src) + list(dst)}
-    for u, v in zip(src, dst):
-        if u != v:
-            adjacent[u].add(v)
-            if not directed:
-                adjacent[v].add(u)
-    distance, queue = {s: 0 for s in sources}, deque(dict.fromkeys(sources))
-    while queue:
-        u = queue.popleft()
-        if limit is not None and distance[u] >= limit:
-            continue
-        for v in adjacent[u]:
-            if v not in distance:
-                distance[v] = distance[u] + 1
-                queue.append(v)
-    return {v: distance.get(v) for v in adjacent}, adjacent
 
 
 def assert_forest(path: Path, src, dst, weight):
