@@ -2,6 +2,7 @@
 from collections import deque
 
 import numpy as np
+import pyarrow.parquet as pq
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
@@ -112,3 +113,27 @@ def queue_bfs(src, dst, sources, directed=False, limit=None):
                 distance[v] = distance[u] + 1
                 queue.append(v)
     return {v: distance.get(v) for v in adjacent}, adjacent
+
+
+def assert_forest(path, src, dst, weight):
+    """The forest file at ``path`` holds Kruskal's rows (kruskal_rows), in row order."""
+    forest = pq.read_table(path)
+    rows = kruskal_rows(src, dst, weight)
+    assert list(zip(forest["src"].to_pylist(), forest["dst"].to_pylist(), forest["weight"].to_pylist())) == \
+        [(src[i], dst[i], weight[i]) for i in rows]
+
+
+def assert_distances(path, src, dst, sources, directed=False, limit=None):
+    """The distances file at ``path`` holds every vertex once, queue_bfs's distances, and for each
+    reached non-source vertex a predecessor one level closer that is its neighbour."""
+    expected, adjacent = queue_bfs(src, dst, sources, directed, limit)
+    got = pq.read_table(path)
+    vertex = got["vertex"].to_pylist()
+    assert len(vertex) == len(expected)  # every vertex once
+    distance = dict(zip(vertex, got["distance"].to_pylist()))
+    assert distance == expected
+    for v, p in zip(vertex, got["predecessor"].to_pylist()):
+        if expected[v] in (None, 0):
+            assert p is None
+        else:
+            assert distance[p] == expected[v] - 1 and v in adjacent[p]

@@ -11,7 +11,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from tasks.partitioned import run_partitioned
-from tests.references import kruskal_rows, queue_bfs
+from tests.references import assert_distances, assert_forest
 
 
 @pytest.fixture(scope="module")
@@ -69,18 +69,5 @@ def test_partitioned_results_equal_the_serial_references(client, tmp_path, graph
     weight = [w for t in inputs for w in t["weight"].to_pylist()]
     run_partitioned(str(data), str(tmp_path / "out"), partitions, source=[str(s) for s in sources],
                     directed=directed, depth_limit=limit, output_layout=layout, client=client)
-    forest = pq.read_table(tmp_path / "out" / "mst_edges.parquet")
-    rows = kruskal_rows(src, dst, weight)
-    assert list(zip(forest["src"].to_pylist(), forest["dst"].to_pylist(), forest["weight"].to_pylist())) == \
-        [(src[i], dst[i], weight[i]) for i in rows]
-    expected, adjacent = queue_bfs(src, dst, sources, directed, limit)
-    got = pq.read_table(tmp_path / "out" / "bfs_distances.parquet")
-    vertex = got["vertex"].to_pylist()
-    assert sorted(vertex) == sorted(expected)  # every vertex once
-    distance = dict(zip(vertex, got["distance"].to_pylist()))
-    assert distance == expected
-    for v, p in zip(vertex, got["predecessor"].to_pylist()):
-        if expected[v] in (None, 0):
-            assert p is None
-        else:
-            assert distance[p] == expected[v] - 1 and v in adjacent[p]
+    assert_forest(tmp_path / "out" / "mst_edges.parquet", src, dst, weight)
+    assert_distances(tmp_path / "out" / "bfs_distances.parquet", src, dst, sources, directed, limit)

@@ -14,7 +14,7 @@ import pytest
 from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
-from tests.references import kruskal_rows, queue_bfs
+from tests.references import assert_distances, assert_forest
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -28,27 +28,6 @@ def run(main, argv, capsys):
 def contents(path: Path) -> dict:
     return {str(p.relative_to(path)): p.read_bytes() if p.is_file() and not p.is_symlink() else None
             for p in path.rglob("*")}
-
-
-def assert_forest(path: Path, src, dst, weight):
-    forest = pq.read_table(path)
-    rows = kruskal_rows(src, dst, weight)
-    assert list(zip(forest["src"].to_pylist(), forest["dst"].to_pylist(), forest["weight"].to_pylist())) == \
-        [(src[i], dst[i], weight[i]) for i in rows]
-
-
-def assert_distances(path: Path, src, dst, sources, directed=False, limit=None):
-    expected, adjacent = queue_bfs(src, dst, sources, directed, limit)
-    got = pq.read_table(path)
-    vertex = got["vertex"].to_pylist()
-    assert len(vertex) == len(expected)  # every vertex once
-    distance = dict(zip(vertex, got["distance"].to_pylist()))
-    assert distance == expected
-    for v, p in zip(vertex, got["predecessor"].to_pylist()):
-        if expected[v] in (None, 0):
-            assert p is None
-        else:
-            assert distance[p] == expected[v] - 1 and v in adjacent[p]
 
 
 # Faults found
