@@ -60,8 +60,6 @@ def result_tables(directory):
     predecessor column (any valid parent is correct there, and the validation task checks it)."""
     from pathlib import Path
 
-    import pyarrow.parquet as pq
-
     from kernels.backend import resolve
 
     found = {}
