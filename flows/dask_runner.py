@@ -251,7 +251,13 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
         logs and events are sent first; each worker process then leaves as soon as Dask has
         closed it, without the interpreter's teardown (Prefect's exit handlers, the CUDA
         context's release by the driver at exit), which took ~2 s of every run on a GPU. The
-        flow run's final state is set before this runs."""
+        flow run's final state is set before this runs.
+
+        Prefect also enters a copy of this runner around every task run on a worker (the task
+        run's hydrated flow run context). That copy never connects to Dask, and it does not wait
+        for published artifacts: there it would hold each task run until its own artifacts were
+        sent, the wait the background sender exists to take off the critical path."""
+        submitted = self._client is not None
         if getattr(self, "_own_cluster", False) and self._client is not None:
             try:
                 self._client.run(_leave_fast_after_sending_prefect_reports)
@@ -259,7 +265,8 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
                 pass
         super().__exit__(*exc_info)
         self.discard_early_cluster()  # a run that submitted nothing did not take it
-        artifacts.wait_until_published()  # the run's summary, sent while Prefect recorded its end
+        if submitted:
+            artifacts.wait_until_published()  # the run's summary, sent while Prefect recorded its end
 
 
 def _close_started_cluster(started: Future) -> None:

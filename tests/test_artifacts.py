@@ -136,3 +136,46 @@ def test_the_runs_summary_is_on_the_server_when_the_flow_call_returns_even_from_
     assert len(summary) == 1 and summary[0].task_run_id is None  # the flow run's own
     rows = json.loads(summary[0].data) if isinstance(summary[0].data, str) else summary[0].data
     assert {"quantity": "validation", "value": "passed"} in rows
+
+
+
+class SlowServer:
+    """An artifact call that the "server" answers when released, or after five seconds."""
+
+    release = None
+    sent = None
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def publishes_to_a_server_that_has_not_answered() -> None:
+    SlowServer.sent = artifacts.publish(SlowServer.release.wait, 5.0)
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def runs_next(_) -> bool:
+    """Whether this task run started while the previous one's artifact was still unsent."""
+    unsent = not SlowServer.sent.done()
+    SlowServer.release.set()
+    return unsent
+
+
+def test_a_task_on_a_dask_worker_ends_without_waiting_for_its_artifacts():
+    """Prefect enters a copy of the flow's task runner around every task run on a worker: it
+    must not hold the task run until the task's artifacts are sent. The next task run starts
+    while the first one's artifact is still unanswered; the run's last task and the flow's own
+    runner are what wait for it."""
+    import threading
+
+    from distributed import LocalCluster
+
+    from flows.runners import task_runner
+
+    SlowServer.release = threading.Event()
+
+    @flow(persist_result=False)
+    def two_tasks() -> bool:
+        return runs_next.submit(publishes_to_a_server_that_has_not_answered.submit()).result()
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as cluster:
+        assert two_tasks.with_options(task_runner=task_runner(address=cluster.scheduler_address))() is True
+    assert SlowServer.sent.result() is True  # answered by the release, not by the timeout
