@@ -29,8 +29,7 @@ from flows.common import (
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
-    breadth_first_search, build_csr, load_edges, resolve_sources, summarize,
-    validate_bfs, write_results,
+    breadth_first_search, build_csr, load_edges, validate_bfs, write_results,
 )
 from tasks.partitioned import partitioned_run
 
@@ -73,13 +72,11 @@ def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list
         return finish("bfs", input, summary, started, [summary])
     prepared = load_edges.submit(input, src_col, dst_col, None, backend, ("bfs",), directed)
     graph = build_csr.submit(prepared, directed)
-    sources = resolve_sources.map(unmapped(prepared), sets)
-    searches = breadth_first_search.map(unmapped(graph), sources, unmapped(depth_limit), keys)
-    checks = validate_bfs.map(unmapped(prepared), sources, searches, unmapped(directed), unmapped(depth_limit), keys)
-    writes = write_results.submit(prepared, searches, outputs, output=output, compression=compression, wait_for=checks)
-    summary = summarize.submit(prepared, graph=graph, searches=searches, source_sets=sources,
-                               checks=checks, writes=writes)
-    return finish("bfs", input, summary, started, [prepared, graph, sources, searches, checks, writes])
+    searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), sets, unmapped(depth_limit), keys)
+    checks = validate_bfs.map(unmapped(prepared), searches, unmapped(directed), unmapped(depth_limit), keys)
+    summary = write_results.submit(prepared, searches, outputs, output=output, compression=compression, graph=graph,
+                                   checks=checks)
+    return finish("bfs", input, summary, started, [prepared, graph, searches, checks, summary])
 
 
 def main(argv=None) -> int:

@@ -25,7 +25,7 @@ from flows.common import (
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
-    load_edges, spanning_forest, summarize, validate_forest, write_results,
+    load_edges, spanning_forest, validate_forest, write_results,
 )
 from tasks.partitioned import partitioned_run
 
@@ -62,9 +62,8 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
     prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("msf",))
     forest = spanning_forest.submit(prepared)
     check = validate_forest.submit(prepared, forest)
-    write = write_results.submit(prepared, [], [], forest, output, compression, wait_for=[check])
-    summary = summarize.submit(prepared, forest=forest, checks=[check], writes=write)
-    return finish("mst", input, summary, started, [prepared, forest, check, write])
+    summary = write_results.submit(prepared, [], [], forest, output, compression, checks=[check])
+    return finish("mst", input, summary, started, [prepared, forest, check, summary])
 
 
 def main(argv=None) -> int:

@@ -25,8 +25,7 @@ from flows.common import (
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
-    breadth_first_search, build_csr, load_edges, resolve_sources, spanning_forest,
-    summarize, validate_bfs, validate_forest, write_results,
+    breadth_first_search, build_csr, load_edges, spanning_forest, validate_bfs, validate_forest, write_results,
 )
 from tasks.partitioned import partitioned_run
 
@@ -39,7 +38,7 @@ def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list
                   backend: Backend | None = None, compression: Compression = "snappy",
                   partitions: Partitions = 1, output_layout: OutputLayout = "file") -> dict:
     """BFS and minimum spanning forest with one ingest: load -> renumber -> CSR -> BFS per
-    source set and Boruvka, in parallel -> verify all -> write all.
+    source set and Boruvka, in parallel -> verify all -> write all (and summarize).
 
     Args:
         input: Parquet file or directory of Parquet files, one edge per row.
@@ -71,15 +70,12 @@ def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list
         return finish("pipeline", input, summary, started, [summary])
     prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("bfs", "msf"), directed)
     graph = build_csr.submit(prepared, directed)
-    sources = resolve_sources.map(unmapped(prepared), sets)
-    searches = breadth_first_search.map(unmapped(graph), sources, unmapped(depth_limit), keys)
+    searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), sets, unmapped(depth_limit), keys)
     forest = spanning_forest.submit(prepared)
-    checks = [*validate_bfs.map(unmapped(prepared), sources, searches, unmapped(directed), unmapped(depth_limit), keys),
+    checks = [*validate_bfs.map(unmapped(prepared), searches, unmapped(directed), unmapped(depth_limit), keys),
               validate_forest.submit(prepared, forest)]
-    writes = write_results.submit(prepared, searches, outputs, forest, output, compression, wait_for=checks)
-    summary = summarize.submit(prepared, graph=graph, searches=searches, source_sets=sources,
-                               forest=forest, checks=checks, writes=writes)
-    return finish("pipeline", input, summary, started, [prepared, graph, sources, searches, forest, checks, writes])
+    summary = write_results.submit(prepared, searches, outputs, forest, output, compression, graph=graph, checks=checks)
+    return finish("pipeline", input, summary, started, [prepared, graph, searches, forest, checks, summary])
 
 
 def main(argv=None) -> int:

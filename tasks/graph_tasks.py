@@ -1,9 +1,10 @@
 """Prefect tasks of the pipeline. Each moves data between I/O and one kernel, times it (after a
 device sync) and logs one line. They run on Dask workers (or threads) and hand their products to
-each other as futures, wrapped in ``Timed``; only ``summarize`` returns something the flow
-process fetches. Array-carrying tasks use NO_CACHE: a cache key would pickle, and on the GPU
-copy to the host, every array they receive; and no task persists its result (the flows persist
-theirs, the summary, and a task would otherwise inherit that and write its arrays to disk).
+each other as futures, wrapped in ``Timed``; only ``write_results``, the last, returns something
+the flow process fetches (the run's summary). Array-carrying tasks use NO_CACHE: a cache key
+would pickle, and on the GPU copy to the host, every array they receive; and no task persists
+its result (the flows persist theirs, the summary, and a task would otherwise inherit that and
+write its arrays to disk).
 Only the Parquet read and writes retry.
 
 Artifacts: the flow publishes the run's summary (``publish_summary``, a table, the first thing
@@ -207,10 +208,8 @@ def load_edges(path: str, src_col: str, dst_col: str, weight_col: str | None, ba
     return Timed(p, p.read_seconds + p.renumber_seconds)
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
-def resolve_sources(prepared: Timed, sources: list) -> np.ndarray:
+def dense_sources(p: PreparedEdges, sources: list) -> np.ndarray:
     """Dense vertex numbers of the user's source ids; every one must be a vertex of the graph."""
-    p: PreparedEdges = prepared.value
     ids = p.ids
     if not sources:
         raise InputError(f"{p.path}: a BFS source set is empty")
@@ -317,11 +316,22 @@ def msf_rounds_markdown(forest: MSFResult, rows: list[tuple], m: int, seconds: f
     return "\n".join(lines)
 
 
+@dataclass
+class Search:
+    """One search's answer and the dense vertex numbers it started from."""
+
+    sources: np.ndarray  # host int64: dense numbers of the set's source ids, in the user's order
+    result: BFSResult
+
+
 @task(cache_policy=NO_CACHE, persist_result=False)
-def breadth_first_search(graph: Timed, sources: np.ndarray, depth_limit: int | None,
+def breadth_first_search(prepared: Timed, graph: Timed, source_ids: list, depth_limit: int | None,
                          source_set: int | None = None) -> Timed:
-    """Direction-optimizing BFS from all sources at once (a BFSResult); publishes the per-level
-    table as a markdown artifact."""
+    """Direction-optimizing BFS from all of a set's sources at once (a Search); publishes the
+    per-level table as a markdown artifact. The set's ids are looked up here rather than in a
+    task of their own: on a running cluster every task run costs a hand-off between tasks, and
+    the lookup is a few binary searches."""
+    sources = dense_sources(prepared.value, source_ids)
     g: Graph = graph.value
     label = _label(source_set)
     progress = Progress(artifact_key("bfs-progress", source_set), g.out.nnz,
@@ -348,7 +358,7 @@ def breadth_first_search(graph: Timed, sources: np.ndarray, depth_limit: int | N
     reached_vertices = int((r.distance >= 0).sum())
     get_run_logger().info("%s: %s, reached %s of %s vertices in %.3f s", label, direction_summary(r.steps),
                           f"{reached_vertices:,}", f"{g.n:,}", search.seconds)
-    return search
+    return Timed(Search(sources, r), search.seconds)
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
@@ -399,11 +409,11 @@ def _publish_report(kind: str, label: str, key: str, report: dict, extra: dict, 
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
-def validate_bfs(prepared: Timed, sources: np.ndarray, search: Timed, directed: bool,
-                 depth_limit: int | None, source_set: int | None = None) -> Timed:
+def validate_bfs(prepared: Timed, search: Timed, directed: bool, depth_limit: int | None,
+                 source_set: int | None = None) -> Timed:
     """Graph500's five rules on the raw edge list; fails the run on any violation."""
     stopping.check("BFS validation")
-    e, result = prepared.value.edges, search.value
+    e, sources, result = prepared.value.edges, search.value.sources, search.value.result
     start = time.perf_counter()
     report = verify_bfs(e.src, e.dst, e.n, sources, result.distance, result.predecessor, directed, depth_limit)
     seconds = time.perf_counter() - start
@@ -522,14 +532,18 @@ def forest_table(prepared: PreparedEdges, forest: MSFResult) -> pa.Table:
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False)
 def write_results(prepared: Timed, searches: list, outputs: list[str], forest: Timed | None = None,
-                  output: str | None = None, compression: str = DEFAULT_COMPRESSION) -> Timed:
+                  output: str | None = None, compression: str = DEFAULT_COMPRESSION, graph: Timed | None = None,
+                  checks: list = ()) -> dict:
     """Every result file of the run at once, each written atomically: OUTPUT/bfs_distances.parquet
     per search (``outputs``, in the order of ``searches``) and OUTPUT/mst_edges.parquet. Then the
     BFS results an earlier run left under OUTPUT that this run does not replace are removed
-    (tasks.edges_io.remove_earlier_bfs_results)."""
+    (tasks.edges_io.remove_earlier_bfs_results). Runs once every check in ``checks`` passed, and
+    returns the run's summary (run_summary), the one product the flow process fetches. The
+    run's last task: the artifacts its tasks published from this process are on the server
+    before it ends (tasks/artifacts.py)."""
     p: PreparedEdges = prepared.value
     start = time.perf_counter()
-    tables = {Path(o) / "bfs_distances.parquet": bfs_table(p, s.value) for s, o in zip(searches, outputs)}
+    tables = {Path(o) / "bfs_distances.parquet": bfs_table(p, s.value.result) for s, o in zip(searches, outputs)}
     if forest is not None:
         tables[Path(output) / "mst_edges.parquet"] = forest_table(p, forest.value)
     # absolute, as seen by the process that wrote them: the summary names them for the user
@@ -541,29 +555,28 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
         for path in remove_earlier_bfs_results(output, paths):
             get_run_logger().info("removed %s, an earlier run's result that this run does not replace", path)
     get_run_logger().info("wrote %d file(s) with %s compression in %.3f s", len(paths), compression, seconds)
-    return Timed(paths, seconds)
+    summary = run_summary(p, graph, searches, forest, checks, paths, seconds)
+    artifacts.wait_until_published()
+    return summary
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
-def summarize(prepared: Timed, graph: Timed | None = None, searches: list = (),
-              source_sets: list = (), forest: Timed | None = None, checks: list = (),
-              writes: Timed | None = None) -> dict:
+def run_summary(p: PreparedEdges, graph: Timed | None, searches: list, forest: Timed | None, checks: list,
+                outputs: list[str], write_seconds: float) -> dict:
     """The run's figures, small enough to return to the flow (plain numbers and strings: it is
     the flow's persisted result): sizes, BFS levels per source set and GTEPS (Graph500: input
     edges inside the searched component, per second), the forest's size and weight, Boruvka
-    rounds and edges/s, and the seconds of every stage. It runs only once every validation
-    passed."""
-    p = prepared.value
+    rounds and edges/s, and the seconds of every stage."""
     summary = {"input": os.path.abspath(p.path), "backend": p.backend, "device": p.device,
                "vertices": p.edges.n, "edges": p.rows, "self_loops": p.self_loops}
     seconds = {"load": p.read_seconds, "prepare": p.renumber_seconds}
     if searches:
-        traversed = sum(int((s.value.distance[p.edges.src] >= 0).sum()) for s in searches)
+        results = [s.value.result for s in searches]
+        traversed = sum(int((r.distance[p.edges.src] >= 0).sum()) for r in results)
         bfs_seconds = sum(s.seconds for s in searches)
         summary.update({
-            "source_sets": len(searches), "sources": sum(len(s) for s in source_sets),
-            "reached": [int((s.value.distance >= 0).sum()) for s in searches],
-            "levels": [s.value.levels for s in searches],
+            "source_sets": len(searches), "sources": sum(len(s.value.sources) for s in searches),
+            "reached": [int((r.distance >= 0).sum()) for r in results],
+            "levels": [r.levels for r in results],
             "gteps": round(traversed / bfs_seconds / 1e9, 4) if bfs_seconds > 0 else None,
         })
         seconds.update(csr=graph.seconds, bfs=bfs_seconds)
@@ -575,13 +588,10 @@ def summarize(prepared: Timed, graph: Timed | None = None, searches: list = (),
             "edges_per_second": round(p.rows / forest.seconds) if forest.seconds > 0 else None,
         })
         seconds["msf"] = forest.seconds
-    seconds.update(validate=sum(c.seconds for c in checks), write=writes.seconds if writes else 0.0)
+    seconds.update(validate=sum(c.seconds for c in checks), write=write_seconds)
     summary.update({f"{stage}_seconds": round(s, 4) for stage, s in seconds.items()})
     summary["validation"] = "passed"
-    summary["outputs"] = list(writes.value) if writes else []
-    # the run's last task: the artifacts its tasks published from this process are on the
-    # server before the run ends (tasks/artifacts.py)
-    artifacts.wait_until_published()
+    summary["outputs"] = list(outputs)
     return summary
 
 

@@ -289,7 +289,7 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
         raise
     shutil.rmtree(staging, ignore_errors=True)
     device = client.run(be.device_name, backend, workers=[workers[0]])[workers[0]]
-    # the keys of a one-partition run's summary (tasks.graph_tasks.summarize), and the partitions
+    # the keys of a one-partition run's summary (tasks.graph_tasks.run_summary), and the partitions
     summary = {"input": os.path.abspath(plan.path), "backend": backend, "device": f"{device}, {size} partitions",
                "partitions": size, "layout": layout, **summaries[0]}
     seconds = summary.pop("seconds")

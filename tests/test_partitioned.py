@@ -271,11 +271,11 @@ def test_a_ranks_own_error_is_reported_when_it_settles_while_its_peers_errors_ar
 
 def one_partition_tables(path: Path, sources: list[str]) -> dict:
     """What a one-partition run writes, from the same reader and kernels (tasks.graph_tasks)."""
-    from tasks.graph_tasks import Timed, bfs_table, forest_table, prepare_input, resolve_sources
+    from tasks.graph_tasks import bfs_table, dense_sources, forest_table, prepare_input
 
     prepared = prepare_input(str(path), "src", "dst", "weight", "numpy")
     graph = build_graph(prepared.edges, False)
-    search = bfs(graph, resolve_sources.fn(Timed(prepared, 0.0), sources))
+    search = bfs(graph, dense_sources(prepared, sources))
     return {"bfs_distances.parquet": bfs_table(prepared, search),
             "mst_edges.parquet": forest_table(prepared, minimum_spanning_forest(prepared.edges))}
 
