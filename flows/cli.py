@@ -51,12 +51,35 @@ class Parser(argparse.ArgumentParser):
         # an unknown option is named first: argparse would report a missing required
         # argument instead when the unknown one was a misspelt --source
         args = sys.argv[1:] if args is None else list(args)
+        args = self._attach_dashed_values(args)
         options = args[:args.index("--")] if "--" in args else args
         unknown = [a for a in options if a.startswith("-") and not _is_number(a)
                    and a.split("=", 1)[0] not in self._option_string_actions]
         if unknown:
             self.error(f"unrecognized arguments: {' '.join(unknown)}")
         return super().parse_args(args, namespace)
+
+    def _attach_dashed_values(self, args: list[str]) -> list[str]:
+        """``--source-set -1,-2`` as ``--source-set=-1,-2``: a value after an option that takes
+        one is that option's value when it starts with a single dash (argparse reads only a lone
+        negative number such as ``-1`` as a value; a set of them, or a string id such as ``-a``,
+        it took for an unknown option). Every option here is spelt with two dashes, so a value
+        that starts with two is left to be reported as an option."""
+        joined, i = [], 0
+        while i < len(args):
+            a = args[i]
+            if a == "--":
+                return joined + args[i:]
+            action = self._option_string_actions.get(a)
+            if (action is not None and action.nargs is None and i + 1 < len(args)
+                    and args[i + 1].startswith("-") and not args[i + 1].startswith("--")
+                    and args[i + 1] not in self._option_string_actions):
+                joined.append(f"{a}={args[i + 1]}")
+                i += 2
+                continue
+            joined.append(a)
+            i += 1
+        return joined
 
 
 def _is_number(text: str) -> bool:  # a negative vertex id is a value, not an option
