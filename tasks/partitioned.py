@@ -206,6 +206,8 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
         raise InputError("nothing to compute: give a BFS source or ask for the forest")
     plan = plan_input(input, src_col, dst_col, weight_col if forest else None)
     for ids in sets:
+        if not ids:  # a search from nowhere reaches nothing, and that answer would pass its checks
+            raise InputError(f"{plan.path}: a BFS source set is empty")
         _check_integer_ids(plan.path, ids)
     if client is None:
         count = parse_partitions(partitions)

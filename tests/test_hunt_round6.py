@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows import bfs as bfs_cli
+from flows.bfs import bfs_flow
 from tests.references import assert_distances
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -51,6 +52,20 @@ def test_source_ids_that_start_with_a_dash_are_values(tmp_path, capsys, ids, arg
     else:
         for k, s in enumerate(sources):
             assert_distances(tmp_path / "o" / f"source-set-{k}" / "bfs_distances.parquet", src, dst, s)
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_an_empty_source_set_from_python_is_refused_however_the_graph_is_split(tmp_path, partitions):
+    """bfs_flow(..., source_sets=[["0"], []]): one partition refused the empty set, but a
+    partitioned run searched from no vertex and wrote a file of unreached vertices for it,
+    which passed validation (from nowhere nothing is reachable). Both refuse it now."""
+    path = write(tmp_path / "g.parquet", [0, 1, 2], [1, 2, 3])
+    state = bfs_flow(str(path), source_sets=[["0"], []], output=str(tmp_path / "o"), partitions=partitions,
+                     return_state=True)
+    assert state.is_failed()
+    with pytest.raises(Exception, match=f"^{path}: a BFS source set is empty$"):
+        state.result()
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.parametrize("argv, expected", [
