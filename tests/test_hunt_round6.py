@@ -1,5 +1,4 @@
-"""A sixth search for wrong answers and unclear failures, on the one-partition path (NumPy
-backend): source ids as the command line and Python give them, directed and depth-limited
+"""A sixth search for wrong answers and unclear failures, on the CPU (NumPy backend): source ids as the command line and Python give them, directed and depth-limited
 searches on graphs shaped to switch direction, forests with ties and extreme weights, flow
 parameters as the UI and a deployment send them, and the verifiers' power to refuse a wrong
 answer. Two faults are pinned by named cases; the classes that held are pinned by compact
