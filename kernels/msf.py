@@ -47,11 +47,19 @@ def minimum_spanning_forest(edges: EdgeList, on_round=None) -> MSFResult:
     edges_left counts the edges not yet known to be inside one component (all bands)."""
     if edges.weight is None:
         raise ValueError("a minimum spanning forest needs edge weights")
+    _refuse_nan(edges.weight)
     if is_gpu(edges.src):
         from kernels.gpu_msf import msf_gpu
 
         return msf_gpu(edges, on_round or _ignore)
     return _msf_bands(edges, _boruvka_band, on_round or _ignore)
+
+
+def _refuse_nan(weight) -> None:
+    """NaN orders against no weight: a band's sampled threshold would be NaN, every band empty,
+    and the rounds would never end. (The Parquet reader refuses NaN before any kernel runs.)"""
+    if weight.dtype.kind == "f" and bool(array_module(weight).isnan(weight).any()):
+        raise ValueError("edge weights must not be NaN")
 
 
 def _ignore(*_):

@@ -426,8 +426,11 @@ def _range_maximum(h):
 
 
 def verify_forest(src, dst, weight, n: int, chosen):
-    """Check that edge indices ``chosen`` form a minimum spanning forest of (src, dst, weight)."""
+    """Check that edge indices ``chosen`` form a minimum spanning forest of (src, dst, weight).
+    NaN weights are refused (ValueError): no forest is minimal under them."""
     xp = array_module(src)
+    if weight.dtype.kind == "f" and bool(xp.isnan(weight).any()):
+        raise ValueError("edge weights must not be NaN")
     m = int(src.shape[0])
     chosen = xp.asarray(chosen, dtype=np.int64)
     report = {}

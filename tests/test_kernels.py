@@ -410,6 +410,24 @@ def test_msf_needs_weights(backend):
         minimum_spanning_forest(edges)
 
 
+@pytest.mark.parametrize("nan_share, m", [(1 / 3, 3), (0.9, 1 << 18)], ids=["one NaN", "mostly NaN, several bands"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_msf_and_its_verifier_refuse_nan_weights(backend, xp, dtype, nan_share, m):
+    """NaN orders against no weight. Mostly-NaN weights over several bands made the band's
+    sampled threshold NaN and every band empty: the rounds never ended. (The Parquet reader
+    refuses NaN; this is the kernels' own contract.)"""
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, 1000, m), rng.integers(0, 1000, m)
+    weight = rng.random(m).astype(dtype)
+    weight[rng.random(m) < nan_share] = np.nan
+    weight[0] = np.nan
+    edges = edge_list(xp.asarray(src), xp.asarray(dst), xp.asarray(weight), 1000)
+    with pytest.raises(ValueError, match="NaN"):
+        minimum_spanning_forest(edges)
+    with pytest.raises(ValueError, match="NaN"):
+        verify_forest(edges.src, edges.dst, edges.weight, edges.n, xp.arange(0, dtype=np.int64))
+
+
 # ---- the verifiers catch wrong answers ------------------------------------------------------
 
 def test_no_duplicate_vertices_in_any_frontier(backend):
