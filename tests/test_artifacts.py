@@ -179,3 +179,64 @@ def test_a_task_on_a_dask_worker_ends_without_waiting_for_its_artifacts():
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as cluster:
         assert two_tasks.with_options(task_runner=task_runner(address=cluster.scheduler_address))() is True
     assert SlowServer.sent.result() is True  # answered by the release, not by the timeout
+
+
+
+def _slow_markdown_on(address: str):
+    """A Dask worker plugin: on the worker at ``address``, each markdown artifact of the graph
+    tasks reaches the server three seconds after it is published (a busy server)."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class SlowMarkdown(WorkerPlugin):
+        def setup(self, worker):
+            if worker.address != address:
+                return
+            import time
+
+            from tasks import graph_tasks
+
+            real = graph_tasks.create_markdown_artifact
+
+            def busy_server(*args, **kwargs):
+                time.sleep(3.0)
+                return real(*args, **kwargs)
+
+            graph_tasks.create_markdown_artifact = busy_server
+
+    return SlowMarkdown()
+
+
+def test_every_workers_artifacts_are_on_the_server_when_a_run_on_a_running_cluster_ends(tmp_path):
+    """The MST recipe on a running cluster of two worker processes, the forest on one and the
+    write on the other: the forest's msf-rounds table, still on its way from the first worker's
+    sender when the write starts, is on the server when the flow call returns (the cluster is
+    not the run's, so nothing else waits for its workers)."""
+    import dask
+    from distributed import Client, LocalCluster
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    from flows.runners import task_runner
+    from tasks.graph_tasks import load_edges, spanning_forest, validate_forest, write_results
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address="127.0.0.1:0") as cluster, \
+            Client(cluster) as client:
+        forest_worker, write_worker = sorted(client.scheduler_info()["workers"])
+        client.register_plugin(_slow_markdown_on(forest_worker))
+
+        @flow(persist_result=False)
+        def mst_on_two_workers(input: str, output: str) -> dict:
+            with dask.annotate(workers=[write_worker], allow_other_workers=False):
+                prepared = load_edges.submit(input, "src", "dst", "weight", "numpy", ("msf",))
+            with dask.annotate(workers=[forest_worker], allow_other_workers=False):
+                forest = spanning_forest.submit(prepared)
+            with dask.annotate(workers=[write_worker], allow_other_workers=False):
+                check = validate_forest.submit(prepared, forest)
+                return write_results.submit(prepared, [], [], forest, output, checks=[check]).result()
+
+        state = mst_on_two_workers.with_options(task_runner=task_runner(address=cluster.scheduler_address))(
+            "data/graph.parquet", str(tmp_path), return_state=True)
+        with get_client(sync_client=True) as prefect:
+            found = prefect.read_artifacts(artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])))
+    assert state.is_completed(), state.message
+    assert {"msf-rounds", "msf-validation"} <= {a.key for a in found}
