@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Literal, Union
 
 from prefect import get_run_logger
+from prefect.context import FlowRunContext
 from prefect.futures import PrefectFuture
 from pydantic import Field
 
@@ -104,14 +105,25 @@ def finish(kind: str, input: str, summary: PrefectFuture, started: float, stages
         result = summary.result()
     except Exception as exc:
         error = _first_error(stages) or exc
+        _wait_for_workers_artifacts()
         publish_failure(kind, input, error)
         if error is exc:
             raise
         raise error from None
+    _wait_for_workers_artifacts()
     result["total_seconds"] = round(time.perf_counter() - started, 3)
     publish_summary(kind, result)
     get_run_logger().info("%s", describe(kind, result))
     return result
+
+
+def _wait_for_workers_artifacts() -> None:
+    """The artifacts that the run's tasks published on other Dask workers than the last task's
+    are on the server before the run ends (flows/dask_runner.py)."""
+    run = FlowRunContext.get()
+    wait = getattr(run.task_runner if run else None, "wait_for_workers_artifacts", None)
+    if wait is not None:
+        wait()
 
 
 def _first_error(stages: list) -> BaseException | None:

@@ -269,6 +269,16 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
             artifacts.wait_until_published()  # the run's summary, sent while Prefect recorded its end
 
 
+    def wait_for_workers_artifacts(self, timeout: float = 30.0) -> None:
+        """Wait until every worker has sent the artifacts its tasks published
+        (tasks/artifacts.py): a run's tasks may have run on several. The run's last task waits
+        for its own worker's, so a cluster of one worker needs no round trip."""
+        if self._client is None or len(self._client.scheduler_info()["workers"]) <= 1:
+            return
+        # a worker that has left answers with its error rather than failing the run
+        self._client.run(artifacts.wait_on_dask_worker, timeout, on_error="return")
+
+
 def _close_started_cluster(started: Future) -> None:
     if started.exception() is not None:  # one that failed to start has nothing to close
         return

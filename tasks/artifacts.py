@@ -4,9 +4,10 @@ the tasks go on.
 Each artifact is one API call, 10-40 ms of a task's time with a busy server, and a pipeline run
 publishes six from its tasks (progress, the per-level and per-round tables, two validation
 reports) on the one chain of tasks that a GPU worker runs. Sent here, they overlap the next
-task's work. The run's last task waits for those of every process its tasks may have run in
-(wait_until_run_published: its own, and on Dask every worker of the cluster), so that they are
-all on the server when the run ends. A failed validation's report is sent before the run fails.
+task's work. The run's last task waits for those of its own process, and a flow run on a Dask
+cluster of several workers asks every worker for theirs before it ends
+(flows/dask_runner.ReusingDaskTaskRunner.wait_for_workers_artifacts), so that they are all on
+the server when the run ends. A failed validation's report is sent before the run fails.
 
 Calls run one at a time in the order they were made, each in a copy of its caller's context
 (the task run it belongs to, the settings), with this thread's own API client: the caller's
@@ -21,7 +22,6 @@ import contextvars
 import inspect
 import logging
 import queue
-import sys
 import threading
 from concurrent.futures import Future
 from typing import Any, Callable
@@ -61,28 +61,9 @@ def wait_until_published(timeout: float = 30.0) -> bool:
     return False
 
 
-def wait_until_run_published(timeout: float = 30.0) -> bool:
-    """wait_until_published, here and, on a Dask worker, on every worker of its cluster: the
-    run's other tasks may have run in other worker processes, each of which sends its own. For
-    the run's last task, so that every artifact of the run is on the server before it ends."""
-    distributed = sys.modules.get("distributed")  # imported by every Dask worker process
-    if distributed is not None:
-        try:
-            distributed.get_worker()
-        except ValueError:  # not on a Dask worker: threads of the flow's process
-            pass
-        else:
-            client = distributed.get_client()
-            if len(client.scheduler_info()["workers"]) > 1:  # with one, every task ran here
-                # this worker among them; a worker that has left answers with its error, not raised
-                answers = client.run(_wait_on_worker, timeout, on_error="return")
-                return all(answer is True for answer in answers.values())
-    return wait_until_published(timeout)
-
-
-async def _wait_on_worker(timeout: float) -> bool:
-    """wait_until_published on a Dask worker, awaited in its event loop and run in a thread,
-    so that the worker goes on answering its scheduler meanwhile."""
+async def wait_on_dask_worker(timeout: float = 30.0) -> bool:
+    """wait_until_published for Dask's ``Client.run``: awaited in the worker's event loop and run
+    in a thread, so that the worker goes on answering its scheduler meanwhile."""
     return await asyncio.to_thread(wait_until_published, timeout)
 
 

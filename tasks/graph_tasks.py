@@ -539,8 +539,8 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     BFS results an earlier run left under OUTPUT that this run does not replace are removed
     (tasks.edges_io.remove_earlier_bfs_results). Runs once every check in ``checks`` passed, and
     returns the run's summary (run_summary), the one product the flow process fetches. The
-    run's last task: the artifacts the run's tasks published, from this process and on Dask
-    from every worker's, are on the server before it ends (tasks/artifacts.py)."""
+    run's last task: the artifacts its process published are on the server before it ends
+    (tasks/artifacts.py says how other workers' are)."""
     p: PreparedEdges = prepared.value
     start = time.perf_counter()
     tables = {Path(o) / "bfs_distances.parquet": bfs_table(p, s.value.result) for s, o in zip(searches, outputs)}
@@ -556,7 +556,7 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
             get_run_logger().info("removed %s, an earlier run's result that this run does not replace", path)
     get_run_logger().info("wrote %d file(s) with %s compression in %.3f s", len(paths), compression, seconds)
     summary = run_summary(p, graph, searches, forest, checks, paths, seconds)
-    artifacts.wait_until_run_published()
+    artifacts.wait_until_published()
     return summary
 
 

@@ -211,10 +211,13 @@ def test_every_workers_artifacts_are_on_the_server_when_a_run_on_a_running_clust
     write on the other: the forest's msf-rounds table, still on its way from the first worker's
     sender when the write starts, is on the server when the flow call returns (the cluster is
     not the run's, so nothing else waits for its workers)."""
+    import time
+
     import dask
     from distributed import Client, LocalCluster
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
+    from flows.common import finish
     from flows.runners import task_runner
     from tasks.graph_tasks import load_edges, spanning_forest, validate_forest, write_results
 
@@ -231,7 +234,8 @@ def test_every_workers_artifacts_are_on_the_server_when_a_run_on_a_running_clust
                 forest = spanning_forest.submit(prepared)
             with dask.annotate(workers=[write_worker], allow_other_workers=False):
                 check = validate_forest.submit(prepared, forest)
-                return write_results.submit(prepared, [], [], forest, output, checks=[check]).result()
+                summary = write_results.submit(prepared, [], [], forest, output, checks=[check])
+            return finish("mst", input, summary, time.perf_counter(), [prepared, forest, check, summary])
 
         state = mst_on_two_workers.with_options(task_runner=task_runner(address=cluster.scheduler_address))(
             "data/graph.parquet", str(tmp_path), return_state=True)
