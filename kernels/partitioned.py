@@ -193,20 +193,16 @@ def build_local_graph(comm, own: Ownership, src, dst, directed: bool) -> LocalGr
     return LocalGraph(both, both, own, False)
 
 
-def _top_down(comm, g: LocalGraph, frontier, distance, predecessor, level):
+def _top_down(comm, g: LocalGraph, rank_search, frontier, arcs: int, distance, predecessor, level):
     """Owner-routed top-down step: each rank proposes (vertex, parent) for the unvisited
-    neighbours of its frontier to their owners; an owner takes the first proposal per vertex in
-    (rank, frontier order) order (on GPUs: whichever claims it first). Returns the owned
-    vertices discovered (local indices)."""
-    xp = array_module(distance)
+    neighbours of its frontier (``arcs`` out-arcs on this rank) to their owners; an owner takes
+    the first proposal per vertex in (rank, frontier order) order (on GPUs: whichever claims it
+    first). Returns the owned vertices discovered (local indices) and their out-arcs."""
     own = g.own
-    if is_gpu(distance):
-        from kernels.gpu_bfs import accept_rank, top_down_rank
-
-        found, remote = top_down_rank(g.out, frontier, own.lo, own.n, distance, predecessor, level)
-        remote = xp.sort(remote)  # by head: grouped by owner
-        proposals, _ = comm.alltoallv(remote, _counts_by_owner(xp, (remote >> 32).astype(np.int32), own.bounds))
-        return xp.concatenate([found, accept_rank(proposals, own.lo, distance, predecessor, level)])
+    if rank_search is not None:  # the GPU's (kernels.gpu_bfs.RankSearch)
+        remote, counts = rank_search.top_down(g.out, frontier, arcs, distance, predecessor, level)
+        proposals, _ = comm.alltoallv(remote, counts)
+        return rank_search.accept(proposals, distance, predecessor, level, g.out)
     # the host's step (NumPy)
     starts = g.out.indptr[frontier]
     pos, which = expand_ranges(starts, g.out.indptr[frontier + 1] - starts)
@@ -226,35 +222,35 @@ def _top_down(comm, g: LocalGraph, frontier, distance, predecessor, level):
     found, first = np.unique(vertex, return_index=True)
     distance[found] = level + 1
     predecessor[found] = parent[first]
-    return found
+    return found, _out_arcs(g, found)
 
 
-def _frontier_everywhere(comm, own: Ownership, frontier):
-    """The global frontier as a bitmap over all n vertices (uint32 words, bit v % 32 of word
-    v // 32): each rank sets the bits of its own vertices in a zeroed bitmap and the ranks sum
-    them. Bits of different ranks never coincide, so the sum is their union, also in the words
-    that two ranks' ranges share. A frontier holds distinct vertices (every step returns each
-    vertex it found once), so no bit is added twice on one rank either."""
-    xp = array_module(frontier)
-    ids = frontier.astype(np.int64) + own.lo
-    words = xp.zeros((own.n + 31) // 32, dtype=np.uint32)
-    scatter_add(words, ids >> 5, (xp.uint32(1) << (ids & 31).astype(np.uint32)))
-    return comm.allreduce(words, "sum")
+def _out_arcs(g: LocalGraph, vertices) -> int:
+    return int((g.out.indptr[vertices + 1] - g.out.indptr[vertices]).sum())
 
 
-def _bottom_up(comm, g: LocalGraph, frontier, distance, predecessor, level):
+def _bottom_up(comm, g: LocalGraph, rank_search, frontier, arcs: int, distance, predecessor, level):
     """Bottom-up step over the replicated frontier: each unvisited owned vertex takes its first
-    in-neighbour (CSR order) that is in the frontier. No other communication."""
-    words = _frontier_everywhere(comm, g.own, frontier)
-    if is_gpu(words):
-        from kernels.gpu_bfs import bottom_up_rank
-
-        return bottom_up_rank(g.inc, words, distance, predecessor, level)
-    in_frontier = np.unpackbits(words.view(np.uint8), bitorder="little")[: g.own.n].view(bool)
+    in-neighbour (CSR order) that is in the frontier. The frontier is a bitmap over all n
+    vertices (uint32 words, bit v % 32 of word v // 32): each rank sets the bits of its own
+    vertices in a zeroed bitmap and the ranks sum them. Bits of different ranks never coincide,
+    so the sum is their union, also in the words that two ranks' ranges share; a frontier holds
+    distinct vertices (every step returns each vertex it found once), so no bit is added twice
+    on one rank either. Returns the owned vertices discovered (local indices) and their
+    out-arcs."""
+    own = g.own
+    if rank_search is not None:  # the GPU's (kernels.gpu_bfs.RankSearch)
+        words = comm.allreduce(rank_search.frontier_bitmap(frontier), "sum")
+        return rank_search.bottom_up(g.inc, g.out, words, distance, predecessor, level)
+    ids = frontier.astype(np.int64) + own.lo
+    words = np.zeros((own.n + 31) // 32, dtype=np.uint32)
+    scatter_add(words, ids >> 5, np.uint32(1) << (ids & 31).astype(np.uint32))
+    words = comm.allreduce(words, "sum")
+    in_frontier = np.unpackbits(words.view(np.uint8), bitorder="little")[: own.n].view(bool)
     found, parents = bottom_up_parents(g.inc.indptr, g.inc.indices, np.flatnonzero(distance < 0), in_frontier)
     distance[found] = level + 1
     predecessor[found] = parents
-    return found
+    return found, _out_arcs(g, found)
 
 
 def bfs_partitioned(comm, g: LocalGraph, sources, depth_limit: int | None = None, on_level=None) -> PartitionedBFS:
@@ -270,9 +266,13 @@ def bfs_partitioned(comm, g: LocalGraph, sources, depth_limit: int | None = None
     mine = xp.asarray(srcs[(srcs >= own.lo) & (srcs < own.hi)] - own.lo)
     distance[mine] = 0
     predecessor[mine] = (mine + own.lo).astype(np.int32)
-    out_degree = g.out.indptr[1:] - g.out.indptr[:-1]
-    arcs = int(out_degree[mine].sum())  # the frontier's out-arcs on this rank
-    unvisited_arcs = int(out_degree.sum()) - arcs
+    rank_search = None
+    if is_gpu(distance):
+        from kernels.gpu_bfs import RankSearch
+
+        rank_search = RankSearch(own.n, own.lo, own.owned, own.bounds)
+    arcs = _out_arcs(g, mine)  # the frontier's out-arcs on this rank
+    unvisited_arcs = int(g.out.nnz) - arcs
     frontier, level, steps, seconds, bottom_up = mine, 0, [], [], False
     started = time.perf_counter()
     while True:
@@ -287,10 +287,9 @@ def bfs_partitioned(comm, g: LocalGraph, sources, depth_limit: int | None = None
         elif bottom_up and size < own.n / BETA:
             bottom_up = False
         step = _bottom_up if bottom_up else _top_down
-        frontier = step(comm, g, frontier, distance, predecessor, level)
+        frontier, arcs = step(comm, g, rank_search, frontier, arcs, distance, predecessor, level)
         steps.append("bottom-up" if bottom_up else "top-down")
         level += 1
-        arcs = int(out_degree[frontier].sum())  # waits for the step
         unvisited_arcs -= arcs
         seconds.append(time.perf_counter() - started)
         started = time.perf_counter()
