@@ -130,7 +130,8 @@ class RankSearch:
         self.counts = cp.zeros(RANK_OWNERS + size, dtype=cp.uint64)
         self.words = (n + 31) // 32
         self.bits = cp.empty(self.words, dtype=cp.uint32)  # proposed heads, or the frontier
-        self.offsets = cp.zeros(max(owned, 1) + 1, dtype=cp.int64)
+        self.offsets = cp.zeros(max(owned, 1) + 1, dtype=cp.int64)  # [0] stays 0
+        self.degrees = cp.empty(max(owned, 1), dtype=cp.int64)
         # owner q's region starts at q's first id, less this rank's own vertices when they come
         # before q's (this rank's own region is never written)
         first = bounds[:-1].astype(np.int64)
@@ -167,8 +168,10 @@ class RankSearch:
         per owner (host int64 [size]); accept() finishes the step."""
         frontier = frontier.astype(cp.int32, copy=False)
         count = frontier.shape[0]
-        starts = out.indptr[frontier]
-        cp.cumsum(out.indptr[frontier + 1] - starts, out=self.offsets[1:count + 1])
+        if count:
+            degrees = self.degrees[:count]
+            gpu.launch("bfs_rank_degrees", count, (out.indptr, frontier, np.int32(count), degrees))
+            cp.cumsum(degrees, out=self.offsets[1:count + 1])
         self.counts.fill(0)
         self.bits.fill(0)
         gpu.launch("bfs_rank_top_down", max(arcs, 1), (

@@ -531,6 +531,14 @@ __global__ void bfs_rank_bitmap(const int* frontier, i64 count, int lo, unsigned
     }
 }
 
+// The out-degrees of the frontier's vertices (local ids), for the top-down step's offsets.
+__global__ void bfs_rank_degrees(const i64* out_ptr, const int* frontier, int count, i64* degrees) {
+    for (i64 i = thread_index(); i < count; i += thread_count()) {
+        int u = frontier[i];
+        degrees[i] = out_ptr[u + 1] - out_ptr[u];
+    }
+}
+
 // Bottom-up step. `frontier` is the whole graph's frontier as a bitmap. A warp takes 32
 // consecutive owned vertices; each unreached one looks for its first in-neighbour (CSR order)
 // in the frontier, a lane probing its first BU_PROBES alone and the warp scanning the rest of a
