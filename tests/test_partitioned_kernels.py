@@ -13,9 +13,11 @@ import pytest
 from kernels.bfs import bfs
 from kernels.graph import build_graph, edge_list, renumber
 from kernels.msf import minimum_spanning_forest
-from kernels.partitioned import bfs_partitioned, build_local_graph, locate, msf_partitioned, renumber_partitioned
+from kernels.partitioned import (_hash_owner, bfs_partitioned, build_local_graph, locate, msf_partitioned,
+                                 renumber_partitioned)
 from kernels.verify import verify_bfs
 from tests.conftest import REAL_GRAPHS, host, realgraphs_dir
+from tests.references import serial_bfs
 
 DIRECTED = {"rome99", "email_eu_core"}
 
@@ -150,3 +152,52 @@ def test_a_dense_graph_takes_bottom_up_steps_and_matches_one_partition(xp):
     for size in (2, 3):
         steps = check(xp, src, dst, weight, size, directed=False)
         assert "bottom-up" in steps
+
+
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("size, empty", [(6, (1, 5)), (5, (0, 2))])
+def test_ranks_owning_no_vertices_many_owners_several_sources_and_depth_limits(xp, size, empty, directed):
+    # Ids picked by their hashed owner leave the `empty` ranks (first, middle, last) without a
+    # vertex: equal consecutive bounds for the owner search and proposal regions of length 0.
+    # One component is a path that changes owner at every hop, with a few chords, and a fan
+    # vertex with a neighbour on each other non-empty rank: top-down levels, and with size 6 a
+    # step that proposes to three other owners (three regions sent in rank order). The other is
+    # a star whose hub, as a source, makes level 0 bottom-up (the sources as the frontier).
+    # Several sources at once, some on one rank, and depth limits.
+    candidates = np.arange(1, 400, dtype=np.int64)
+    owner = _hash_owner(candidates, size)
+    by_rank = [candidates[owner == r][:16] for r in range(size) if r not in empty]
+    path = np.stack([ids[:12] for ids in by_rank], axis=1).reshape(-1)  # owners interleaved
+    rng = np.random.default_rng(11)
+    chords = rng.choice(path, (2, 4))
+    fan, hub = by_rank[0][0], by_rank[0][12]
+    leaves = np.concatenate([ids[12:] for ids in by_rank])[1:]
+    src = np.concatenate([path[:-1], chords[0], np.full(len(by_rank) - 1, fan), np.full(leaves.shape[0], hub),
+                          path[:2]])
+    dst = np.concatenate([path[1:], chords[1], [ids[1] for ids in by_rank[1:]], leaves, path[:2]])  # + self-loops
+    s1, d1, dense_ids = renumber(src, dst)
+    steps = set()
+    for source_ids in ([fan], [hub], [path[4], path[len(by_rank) * 6], path[-1], hub]):
+        for depth_limit in (None, 1, 2):
+
+            def program(comm):
+                s, d, owned_ids, own = renumber_partitioned(comm, xp.asarray(src), xp.asarray(dst))
+                graph = build_local_graph(comm, own, s, d, directed)
+                dense = locate(comm, own, owned_ids, [int(v) for v in source_ids])
+                search = bfs_partitioned(comm, graph, dense, depth_limit)
+                return (own.owned, host(owned_ids), host(s), host(d), dense, host(search.distance),
+                        host(search.predecessor), search.steps)
+
+            ranks = run_ranks(size, program)
+            assert [r for r in range(size) if ranks[r][0] == 0] == list(empty)
+            owned_ids = np.concatenate([r[1] for r in ranks])
+            distance = np.concatenate([r[5] for r in ranks])
+            predecessor = np.concatenate([r[6] for r in ranks])
+            expected = serial_bfs(dense_ids.shape[0], s1, d1, np.searchsorted(dense_ids, source_ids), directed,
+                                  depth_limit)
+            assert np.array_equal(distance, expected[np.searchsorted(dense_ids, owned_ids)]), (source_ids, depth_limit)
+            s, d = np.concatenate([r[2] for r in ranks]), np.concatenate([r[3] for r in ranks])
+            report = verify_bfs(s, d, owned_ids.shape[0], ranks[0][4], distance, predecessor, directed, depth_limit)
+            assert not any(report.values()), (source_ids, depth_limit, report)
+            steps |= {(bool(source_ids[0] == hub), step, level) for level, step in enumerate(ranks[0][7])}
+    assert (True, "bottom-up", 0) in steps and (False, "top-down", 0) in steps
