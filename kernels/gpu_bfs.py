@@ -120,8 +120,8 @@ class RankSearch:
     (next frontier, its out-arcs, proposals per owner rank), the top-down step's bitmap of heads
     proposed, the regions of ``remote`` (one per owner rank q, at most q's vertex count long:
     each head is proposed once per level), and the frontier bitmap of bottom-up steps. Each step
-    costs one small copy to the host, of ``counts``; the top-down step a second, after the
-    proposals came in."""
+    costs one small copy to the host, of ``counts``; the top-down step a second when proposals
+    came in."""
 
     def __init__(self, n: int, lo: int, owned: int, bounds: np.ndarray):
         size = bounds.shape[0] - 1
@@ -139,6 +139,7 @@ class RankSearch:
         self.region = cp.asarray(self.region_host)
         self.bounds = cp.asarray(bounds.astype(np.int64))
         self.remote = cp.empty(max(n - owned, 1), dtype=cp.int64)
+        self.expanded = (0, 0)  # the last top-down expansion's (found, arcs)
 
     def frontier_bitmap(self, frontier):
         """The frontier (local ids) as this rank's bits of the whole graph's bitmap."""
@@ -178,7 +179,9 @@ class RankSearch:
             out.indptr, out.indices, frontier, np.int32(count), self.offsets, np.int32(self.lo), np.int32(self.owned),
             distance, predecessor, np.int32(level), self.bits, self.queues[level % 2], self.bounds,
             np.int32(self.size), self.region, self.remote, self.counts), threads=BFS_THREADS)
-        per_owner = self.counts[RANK_OWNERS:].get().astype(np.int64)
+        counts = self.counts.get().astype(np.int64)
+        self.expanded = (int(counts[RANK_QUEUED]), int(counts[RANK_ARCS]))
+        per_owner = counts[RANK_OWNERS:]
         regions = [self.remote[self.region_host[q]:self.region_host[q] + per_owner[q]]
                    for q in range(self.size) if per_owner[q]]
         if len(regions) == 1:
@@ -189,9 +192,11 @@ class RankSearch:
         """The proposals the other ranks sent (heads owned here) take their parent where still
         unreached; returns the step's owned vertices found (local int32 ids) and their out-arcs."""
         queue = self.queues[level % 2]
-        if proposals.shape[0]:
-            gpu.launch("bfs_rank_accept", proposals.shape[0], (
-                proposals, np.int64(proposals.shape[0]), out.indptr, np.int32(self.lo), distance, predecessor,
-                np.int32(level), queue, self.counts), threads=BFS_THREADS)
+        if not proposals.shape[0]:  # the expansion's counts, read back with its proposals, stand
+            found, arcs = self.expanded
+            return queue[:found], arcs
+        gpu.launch("bfs_rank_accept", proposals.shape[0], (
+            proposals, np.int64(proposals.shape[0]), out.indptr, np.int32(self.lo), distance, predecessor,
+            np.int32(level), queue, self.counts), threads=BFS_THREADS)
         found, arcs = (int(c) for c in self.counts[:RANK_OWNERS].get())
         return queue[:found], arcs
