@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import fcntl
 import os
 import re
 import shutil
@@ -27,6 +28,7 @@ import stat
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -904,7 +906,16 @@ def _write_temporary(table: pa.Table, target: Path, compression: str, threads: i
     (RESULT_KEY). Nothing is left behind on failure."""
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            RESULT_KEY: result_name(target).encode()})
-    fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target), suffix=".tmp", dir=target.parent)
+    for attempt in range(3):
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target), suffix=".tmp", dir=target.parent)
+            break
+        except FileNotFoundError:
+            # a run publishing into the same output removes a source-set-K folder it left empty
+            # (remove_earlier_bfs_results): made again, it holds this temporary file from now on
+            if attempt == 2:
+                raise
+            target.parent.mkdir(parents=True, exist_ok=True)
     os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; a result is as readable as the umask says
     os.close(fd)
     try:
@@ -947,11 +958,52 @@ def _replace_dataset(new: Path, target: Path) -> None:
     remove_path(old)
 
 
-def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEFAULT_COMPRESSION) -> list[Path]:
+@contextmanager
+def publishing(output: str | os.PathLike):
+    """Runs that publish into one output folder take turns: each renames its files into place
+    and removes the earlier results it does not replace while holding an exclusive lock on the
+    folder (flock on the folder itself, so nothing is added to it; the kernel releases it when
+    the process ends, however it ends). Without it two runs at once interleaved their renames
+    and clean-ups and left one run's BFS distances beside the other's forest, or neither run's
+    searches. Where the file system has no such lock (some network mounts) runs publish as
+    they come."""
+    try:
+        fd = os.open(output, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise OutputError(f"{output}: cannot open output directory ({exc.strerror})") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def publish_results(tables: dict[str | os.PathLike, pa.Table], output: str | os.PathLike,
+                    compression: str = DEFAULT_COMPRESSION) -> tuple[list[Path], list[Path]]:
+    """A one-partition run's results (target path -> table, each under ``output``): written at
+    once (write_many), then, when they include BFS results, the BFS results of an earlier run
+    that they do not replace are removed (remove_earlier_bfs_results), all while no other run
+    publishes into ``output``. Returns the files written and those removed."""
+    removed: list[Path] = []
+
+    def remove_earlier(written: list[Path]) -> None:
+        if any(result_name(t) == BFS_RESULT_NAME for t in written):
+            removed.extend(remove_earlier_bfs_results(output, [os.path.abspath(p) for p in written]))
+
+    return write_many(tables, compression, lock=output, then=remove_earlier), removed
+
+
+def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEFAULT_COMPRESSION,
+               lock: str | os.PathLike | None = None, then=None) -> list[Path]:
     """Write result files (target path -> table), all at once, the cores shared out among them
     (a Parquet writer encodes on one core and releases the GIL; each file is encoded in pieces,
     one per core it gets). Every file is encoded to a temporary first, and only once all are on
-    disk are they renamed into place: a write that fails (a full disk, say) replaces none."""
+    disk are they renamed into place: a write that fails (a full disk, say) replaces none. With
+    ``lock`` (a folder above every target), the renames, and ``then(targets)`` after them, run
+    while no other run publishes there (``publishing``)."""
     if compression not in COMPRESSIONS:
         raise OutputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
     targets = [Path(t) for t in tables]
@@ -974,13 +1026,17 @@ def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEF
         else:
             with ThreadPoolExecutor(max_workers=min(len(targets), cores)) as pool:
                 list(pool.map(write, targets, tables.values()))
-        stopping.check(f"publishing {', '.join(map(str, targets))}")
-        for target in targets:
-            try:
-                _move_into_place(written.pop(target), target)
-            except OSError as exc:
-                raise OutputError(f"{target}: cannot write results ({exc.strerror or exc})") from None
+        with publishing(lock) if lock is not None else nullcontext():
+            stopping.check(f"publishing {', '.join(map(str, targets))}")
+            for target in targets:
+                try:
+                    _move_into_place(written.pop(target), target)
+                except OSError as exc:
+                    raise OutputError(f"{target}: cannot write results ({exc.strerror or exc})") from None
+            if then is not None:
+                then(targets)
     finally:
         for tmp in written.values():  # a failure before every file was in place
             _unlink_quietly(tmp)
     return targets
+

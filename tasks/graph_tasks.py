@@ -41,7 +41,7 @@ from kernels.msf import MSFResult, minimum_spanning_forest
 from kernels.verify import kruskal, verify_bfs, verify_forest
 from tasks import artifacts, stopping
 from tasks.edges_io import (
-    DEFAULT_COMPRESSION, integer_vertex_id, read_edges, remove_earlier_bfs_results, vertex_names, write_many,
+    DEFAULT_COMPRESSION, integer_vertex_id, publish_results, read_edges, vertex_names,
 )
 from tasks.errors import DeviceMemoryError, InputError, OutputError, ValidationFailed
 from tasks.pickling import pickle_by_reference
@@ -536,8 +536,9 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
                   checks: list = ()) -> dict:
     """Every result file of the run at once, each written atomically: OUTPUT/bfs_distances.parquet
     per search (``outputs``, in the order of ``searches``) and OUTPUT/mst_edges.parquet. Then the
-    BFS results an earlier run left under OUTPUT that this run does not replace are removed
-    (tasks.edges_io.remove_earlier_bfs_results). Runs once every check in ``checks`` passed, and
+    BFS results an earlier run left under OUTPUT that this run does not replace are removed, all
+    while no other run publishes into OUTPUT (tasks.edges_io.publish_results). Runs once every
+    check in ``checks`` passed, and
     returns the run's summary (run_summary), the one product the flow process fetches. The
     run's last task: the artifacts its process published are on the server before it ends
     (tasks/artifacts.py says how other workers' are)."""
@@ -546,14 +547,14 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     tables = {Path(o) / "bfs_distances.parquet": bfs_table(p, s.value.result) for s, o in zip(searches, outputs)}
     if forest is not None:
         tables[Path(output) / "mst_edges.parquet"] = forest_table(p, forest.value)
+    written, removed = publish_results(tables, output, compression)
     # absolute, as seen by the process that wrote them: the summary names them for the user
-    paths = [os.path.abspath(path) for path in write_many(tables, compression)]
+    paths = [os.path.abspath(path) for path in written]
     seconds = time.perf_counter() - start
     for path, table in zip(paths, tables.values()):
         get_run_logger().info("wrote %s (%s rows)", path, f"{table.num_rows:,}")
-    if searches and output is not None:
-        for path in remove_earlier_bfs_results(output, paths):
-            get_run_logger().info("removed %s, an earlier run's result that this run does not replace", path)
+    for path in removed:
+        get_run_logger().info("removed %s, an earlier run's result that this run does not replace", path)
     get_run_logger().info("wrote %d file(s) with %s compression in %.3f s", len(paths), compression, seconds)
     summary = run_summary(p, graph, searches, forest, checks, paths, seconds)
     artifacts.wait_until_published()

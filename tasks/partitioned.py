@@ -30,7 +30,7 @@ from kernels.footprint import gpu_bytes
 from tasks import artifacts
 from tasks.comm import CommError, comm_timeout, open_endpoint
 from tasks.edges_io import (
-    COMPRESSIONS, DEFAULT_COMPRESSION, integer_vertex_id, prepare_output_dir, remove_earlier_bfs_results,
+    COMPRESSIONS, DEFAULT_COMPRESSION, integer_vertex_id, prepare_output_dir, publishing, remove_earlier_bfs_results,
 )
 from tasks.errors import DeviceMemoryError, InputError
 from tasks.graph_tasks import KRUSKAL_LIMIT, _label, _publish_report, artifact_key
@@ -276,10 +276,11 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
                                  retries=0, key=f"partitioned-rank-{rank}-{token}")
                    for rank, w in enumerate(workers)]
         summaries = _await_ranks(client, futures, workers)
-        placed = publish(staging, out, bfs_results + ([FOREST_RESULT] if forest else []))
-        if bfs_results:
-            for path in remove_earlier_bfs_results(out, placed):
-                log.info("removed %s, an earlier run's result that this run does not replace", path)
+        with publishing(out):  # other runs into this output wait (tasks.edges_io.publishing)
+            placed = publish(staging, out, bfs_results + ([FOREST_RESULT] if forest else []))
+            removed = remove_earlier_bfs_results(out, placed) if bfs_results else []
+        for path in removed:
+            log.info("removed %s, an earlier run's result that this run does not replace", path)
     except BaseException:
         client.cancel([f for f in futures if f.status not in ("finished", "error")])
         shutil.rmtree(staging, ignore_errors=True)
