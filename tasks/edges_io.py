@@ -309,6 +309,7 @@ class _Unit:
     file_row: int  # its first row within the file: errors name rows of files
     start: int  # its first row within the whole edge list
     rows: int
+    identity: tuple  # the file as its footer was read (_identity): its rows are read only from it
 
 
 @dataclass
@@ -331,8 +332,10 @@ def _plan(path: str, files: list[Path], src_col: str, dst_col: str, weight_col: 
     id_range = [None, None]  # lowest and highest id by the footers' statistics; None: unknown
     results = {}  # file -> the result it is, for files an earlier run wrote (see RESULT_KEY)
     for file in files:
+        identity = _identity(file)
         with _open(file, columns, (src_col, dst_col), weight_col) as parquet:
             meta, schema = parquet.metadata, parquet.schema_arrow
+        _check_unchanged(file, identity)
         if RESULT_KEY in (meta.metadata or {}):
             results[file] = meta.metadata[RESULT_KEY].decode(errors="replace")
         file_rows = _check_row_counts(file, meta, columns)
@@ -354,7 +357,7 @@ def _plan(path: str, files: list[Path], src_col: str, dst_col: str, weight_col: 
         for group in range(meta.num_row_groups):
             count = meta.row_group(group).num_rows
             if count:
-                units.append(_Unit(file, meta, group, file_row, rows, count))
+                units.append(_Unit(file, meta, group, file_row, rows, count, identity))
                 if kind == "integer":
                     _widen(id_range, meta.row_group(group), (src_col, dst_col))
             file_row += count
@@ -405,7 +408,32 @@ def _widen(id_range: list, group: pq.RowGroupMetaData, columns: tuple[str, str])
         id_range[1] = stats.max if id_range[1] is None else max(id_range[1], stats.max)
 
 
+def _identity(file: Path) -> tuple | None:
+    """What tells one version of a file from another: inode, size, mtime (None: gone). Not the
+    device: a partitioned run's ranks may read a network mount that each host numbers its own way."""
+    try:
+        st = os.stat(file)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InputError(f"{file}: cannot be read ({exc.strerror})") from None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _check_unchanged(file: Path, identity: tuple) -> None:
+    """Rows are read through the footer read when the input was planned (a partitioned run's
+    ranks read seconds later): a file replaced since (an upstream job renaming its next version
+    into place), rewritten or removed would be read through a footer that is not its own, and
+    give another version's rows, or fail as corrupt data."""
+    if _identity(file) != identity:
+        raise InputError(f"{file}: changed while the run read it (replaced, rewritten or removed after its footer "
+                         "was read); rerun once the input is complete")
+
+
 def _read_unit(unit: _Unit, columns: list[str], use_threads: bool) -> pa.Table:
+    # the file is the planned one before it is opened and after the row group is read, so every
+    # byte read came from it (a replacement after the open is refused too: the input changed)
+    _check_unchanged(unit.file, unit.identity)
     try:
         # page checksums (CRC32) are verified where the writer stored them (Spark does by default)
         # read, not memory-mapped: mapped pages of the whole file would stay in this process's
@@ -413,12 +441,15 @@ def _read_unit(unit: _Unit, columns: list[str], use_threads: bool) -> pa.Table:
         parquet = pq.ParquetFile(unit.file, metadata=unit.metadata, memory_map=False, pre_buffer=True,
                                  page_checksum_verification=True)
     except (pa.ArrowException, OSError) as exc:
+        _check_unchanged(unit.file, unit.identity)
         raise InputError(f"{unit.file}: not a readable Parquet file ({exc})") from None
     with parquet:
         try:
             table = parquet.read_row_group(unit.group, columns=columns, use_threads=use_threads)
         except (pa.ArrowException, OSError) as exc:
+            _check_unchanged(unit.file, unit.identity)
             raise InputError(_locate_damage(unit, parquet, columns, exc)) from None
+    _check_unchanged(unit.file, unit.identity)
     if table.num_rows != unit.rows:
         raise InputError(f"{unit.file}: corrupt Parquet data: row group {unit.group} claims {unit.rows} rows "
                          f"but {table.num_rows} were read")

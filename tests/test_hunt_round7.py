@@ -16,7 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.edges_io import publish_results
+from tasks.edges_io import publish_results, read_edges
+from tasks.errors import InputError
+from tasks.partitioned_io import plan_input, read_share
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -95,3 +97,54 @@ def test_a_run_cleaning_up_does_not_remove_a_concurrent_runs_fresh_results(tmp_p
     for _ in range(400):
         at_once(lambda: publish_results(single, out), lambda: publish_results(sets, out))
         assert listing(out) in whole
+
+
+def edges(path: Path, src, dst, weight, **options) -> Path:
+    pq.write_table(pa.table({"src": pa.array(src, pa.int64()), "dst": pa.array(dst, pa.int64()),
+                             "weight": pa.array(weight, pa.float64())}), path, **options)
+    return path
+
+
+PLAIN = dict(use_dictionary=False, compression="none")  # byte offsets depend on the row count alone
+
+
+@pytest.mark.parametrize("change", ["same-layout", "other-layout", "removed"])
+@pytest.mark.parametrize("reader", ["one-partition", "partitioned"])
+def test_an_input_file_that_changes_after_its_footer_was_read_is_refused(tmp_path, change, reader):
+    """Rows are read by the footer read when the run planned its input. A file replaced in
+    between (an upstream job writing the next version, renamed into place) was read through the
+    old footer: with the same layout the new rows were taken silently under the old plan (and a
+    partitioned run's ranks could take one version each), with another layout the run failed
+    with "corrupt Parquet data" naming a file that is fine, and a removed file was "not a
+    readable Parquet file". A partitioned run's ranks read seconds after the plan (its cluster
+    starts in between). Now the file must still be the one planned: same inode, size and mtime."""
+    graph = edges(tmp_path / "g.parquet", [0, 1, 2, 3], [1, 2, 3, 0], [1.0, 2.0, 3.0, 4.0], **PLAIN)
+    update = tmp_path / "next.parquet"
+    if change == "same-layout":
+        edges(update, [5, 6, 7, 8], [6, 7, 8, 5], [9.0, 9.0, 9.0, 9.0], **PLAIN)
+    elif change == "other-layout":
+        edges(update, list(range(100)), list(range(1, 101)), [1.0] * 100, row_group_size=10)
+
+    def upstream_job(*_):
+        if change == "removed":
+            graph.unlink()
+        else:
+            os.replace(update, graph)
+
+    with pytest.raises(InputError, match=rf"^{graph}: changed while the run read it"):
+        if reader == "one-partition":  # before_reading: called once the footers are read
+            read_edges(str(graph), before_reading=upstream_job)
+        else:
+            plan = plan_input(str(graph))
+            upstream_job()
+            read_share(plan, 1, 2)
+
+
+def test_an_input_file_changed_between_two_runs_is_simply_read(tmp_path):
+    """The check above compares with the run's own plan: a file rewritten (a new mtime) after
+    one run is read by the next without complaint."""
+    graph = edges(tmp_path / "g.parquet", [0, 1], [1, 2], [1.0, 1.0])
+    before = os.stat(graph)
+    assert read_edges(str(graph)).rows == 2
+    os.utime(graph, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000))
+    assert read_edges(str(graph)).rows == 2
