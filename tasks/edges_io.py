@@ -1017,8 +1017,13 @@ def publish_results(tables: dict[str | os.PathLike, pa.Table], output: str | os.
     """A one-partition run's results (target path -> table, each under ``output``): written at
     once (write_many), then, when they include BFS results, the BFS results of an earlier run
     that they do not replace are removed (remove_earlier_bfs_results), all while no other run
-    publishes into ``output``. Returns the files written and those removed."""
+    publishes into ``output``. Returns the files written and those removed. A partitioned run
+    killed before it could clean up left its staging folder here: it goes too."""
+    from tasks.partitioned_io import remove_stale_staging  # (it imports this module)
+
     removed: list[Path] = []
+    if os.path.isdir(output):
+        remove_stale_staging(Path(output))
 
     def remove_earlier(written: list[Path]) -> None:
         if any(result_name(t) == BFS_RESULT_NAME for t in written):

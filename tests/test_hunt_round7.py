@@ -6,6 +6,7 @@ pinned by named cases; the classes that held are pinned by compact cases against
 references of tests/references.py (Kruskal under the order (weight, input row); a queue BFS)."""
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from flows import bfs as bfs_cli
+from flows import mst as mst_cli
+from flows import pipeline as pipeline_cli
 from tasks.edges_io import publish_results, read_edges
 from tasks.errors import InputError
 from tasks.partitioned_io import plan_input, read_share
@@ -31,6 +35,12 @@ def table(tag: int, rows: int = 2000) -> pa.Table:
 
 def tag(path: Path) -> int:
     return pq.ParquetFile(path).read()["distance"][0].as_py()
+
+
+def run(main, argv, capsys):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def listing(path: Path) -> list[str]:
@@ -148,3 +158,19 @@ def test_an_input_file_changed_between_two_runs_is_simply_read(tmp_path):
     assert read_edges(str(graph)).rows == 2
     os.utime(graph, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000))
     assert read_edges(str(graph)).rows == 2
+
+
+def test_a_one_partition_rerun_removes_the_staging_folder_of_a_killed_partitioned_run(tmp_path, capsys):
+    """A partitioned run killed (SIGKILL, a lost machine) leaves its staging folder in OUTPUT,
+    its ranks' part files in it; only a partitioned rerun removed it, so a one-partition rerun
+    left it there for good (hidden, so not read, but as large as the results)."""
+    graph = edges(tmp_path / "g.parquet", [0, 1, 2], [1, 2, 0], [1.0, 2.0, 3.0])
+    out = tmp_path / "out"
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a process id no process has now: the killed run's driver
+    staging = out / f".partitioned~{socket.gethostname()}~{gone.pid}~0123abcd.partial"
+    (staging / ".parts" / "mst_edges.parquet").mkdir(parents=True)
+    edges(staging / ".parts" / "mst_edges.parquet" / "part-00000.parquet", [0], [1], [1.0])
+    code, _, err = run(pipeline_cli.main, [graph, "--source", "0", "--output", out], capsys)
+    assert code == 0, err
+    assert sorted(os.listdir(out)) == ["bfs_distances.parquet", "mst_edges.parquet"]
