@@ -908,11 +908,17 @@ def remove_earlier_bfs_results(output: str | os.PathLike, written: list[str | os
         if files and all(_result_in_footer(f) == BFS_RESULT_NAME for f in files):
             remove_path(found)
             removed.append(found)
-            if found.parent != output:
-                try:
-                    found.parent.rmdir()
-                except OSError:  # the user keeps something of their own there
-                    pass
+    # a source-set folder of an earlier run goes once empty, the temporary files of a run
+    # killed while writing there removed first (a rerun would not write there again)
+    written_folders = {os.path.dirname(p) for p in kept}
+    for folder in sorted(output.glob("source-set-*")):
+        if (SOURCE_SET_FOLDER.fullmatch(folder.name) and folder.is_dir() and not folder.is_symlink()
+                and os.path.abspath(folder) not in written_folders):
+            remove_stale_temporaries(folder)
+            try:
+                folder.rmdir()
+            except OSError:  # the user keeps something of their own there, or a live run writes there
+                pass
     return removed
 
 

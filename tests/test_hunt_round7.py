@@ -174,3 +174,20 @@ def test_a_one_partition_rerun_removes_the_staging_folder_of_a_killed_partitione
     code, _, err = run(pipeline_cli.main, [graph, "--source", "0", "--output", out], capsys)
     assert code == 0, err
     assert sorted(os.listdir(out)) == ["bfs_distances.parquet", "mst_edges.parquet"]
+
+
+def test_a_rerun_with_fewer_searches_removes_a_killed_runs_source_set_folders(tmp_path, capsys):
+    """A run of three source sets killed while encoding (SIGKILL) leaves source-set-0..2/, each
+    holding only its hidden temporary file. A rerun with one search removed its own folder's
+    temporaries only, so OUTPUT kept three source-set folders beside bfs_distances.parquet for
+    good: a job counting the sets by their folders counted three."""
+    graph = edges(tmp_path / "g.parquet", [0, 1, 2], [1, 2, 0], [1.0, 2.0, 3.0])
+    out = tmp_path / "out"
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    for k in range(3):
+        (out / f"source-set-{k}").mkdir(parents=True)
+        (out / f"source-set-{k}" / f".bfs_distances.parquet~{socket.gethostname()}~{gone.pid}~x1y2.tmp").write_bytes(b"PAR1")
+    code, _, err = run(bfs_cli.main, [graph, "--source", "0", "--output", out], capsys)
+    assert code == 0, err
+    assert listing(out) == ["bfs_distances.parquet"]
