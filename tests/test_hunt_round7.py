@@ -191,3 +191,65 @@ def test_a_rerun_with_fewer_searches_removes_a_killed_runs_source_set_folders(tm
     code, _, err = run(bfs_cli.main, [graph, "--source", "0", "--output", out], capsys)
     assert code == 0, err
     assert listing(out) == ["bfs_distances.parquet"]
+
+
+# Classes that held (or hold with the fixes above), pinned
+
+
+def test_a_reader_holding_a_shared_lock_sees_one_runs_results(tmp_path):
+    """README: a reader that takes a shared flock on OUTPUT while it opens the distances and the
+    forest sees both from one run, while runs republish them (a rerun renames one file, then
+    the other)."""
+    import fcntl
+
+    out = tmp_path / "out"
+    publish_results({out / "bfs_distances.parquet": table(0), out / "mst_edges.parquet": table(0)}, out)
+    stop, seen = threading.Event(), []
+
+    def reader():
+        while not stop.is_set():
+            fd = os.open(out, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                seen.append((tag(out / "bfs_distances.parquet"), tag(out / "mst_edges.parquet")))
+            finally:
+                os.close(fd)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for k in range(1, 80):
+            publish_results({out / "bfs_distances.parquet": table(k), out / "mst_edges.parquet": table(k)}, out)
+    finally:
+        stop.set()
+        thread.join()
+    assert seen and all(a == b for a, b in seen)
+    assert len({a for a, _ in seen}) > 1  # the reader did read during the reruns
+
+
+def cli(*args):
+    return subprocess.Popen([sys.executable, "-m", *map(str, args)], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def ring(path: Path, n: int) -> Path:
+    """A cycle of n vertices: n distance rows, a forest of n - 1 edges."""
+    return edges(path, list(range(n)), [(i + 1) % n for i in range(n)], [1.0] * n)
+
+
+def test_concurrent_command_lines_into_one_output_leave_one_runs_complete_results(tmp_path):
+    """Real processes: a partitioned pipeline on a Dask LocalCluster (dataset layout) and a
+    one-partition pipeline of another graph, into one OUTPUT at once, twice over. OUTPUT ends
+    with one run's distances and forest (n rows and n - 1 rows of the same ring), nothing else."""
+    out = tmp_path / "out"
+    for _ in range(2):
+        runs = [cli("flows.pipeline", ring(tmp_path / "a.parquet", 30), "--source", "0", "--output", out,
+                    "--partitions", "2", "--runner", "dask", "--output-layout", "dataset", "--backend", "numpy"),
+                cli("flows.pipeline", ring(tmp_path / "b.parquet", 50), "--source", "0", "--output", out,
+                    "--runner", "threads")]
+        for r in runs:
+            _, err = r.communicate(timeout=300)
+            assert r.returncode == 0, err
+        assert sorted(os.listdir(out)) == ["bfs_distances.parquet", "mst_edges.parquet"]
+        distances, forest = (pq.read_table(out / name) for name in ("bfs_distances.parquet", "mst_edges.parquet"))
+        assert distances.num_rows in (30, 50) and forest.num_rows == distances.num_rows - 1
