@@ -337,6 +337,11 @@ def one_line(exc: BaseException) -> str:
     lines = [line.strip(" -") for line in text.splitlines() if line.strip()]
     if type(exc).__name__ == "ParameterTypeError":  # "invalid parameters:" + one line per parameter
         return "invalid parameters: " + "; ".join(lines[1:])
+    if type(exc).__name__ == "FlowRunTimeoutError":  # Prefect's text: "Scope timed out after N second(s)."
+        from flows.common import FLOW_TIMEOUT_SECONDS
+
+        return (f"the run took longer than its time limit of {FLOW_TIMEOUT_SECONDS:g} s and was stopped "
+                "(GRAPH_FLOW_TIMEOUT_SECONDS sets the limit)")
     return lines[0]
 
 

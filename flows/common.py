@@ -2,6 +2,7 @@
 source sets, the partition count, and the end of a run."""
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import time
@@ -15,6 +16,7 @@ from prefect.futures import PrefectFuture
 from pydantic import Field
 
 from flows.cli import describe
+from tasks import stopping
 from tasks.errors import InputError
 from tasks.graph_tasks import publish_failure, publish_summary
 from tasks.partitioned import decide_partitions
@@ -103,6 +105,17 @@ def finish(kind: str, input: str, summary: PrefectFuture, started: float, stages
     task that never ran)."""
     try:
         result = summary.result()
+    except asyncio.CancelledError:
+        # the run's time limit: Prefect cancels the flow where it waits and marks the run failed
+        # (TimedOut), but the tasks already running go on (the task runner waits for them), so
+        # they are told to publish nothing, here and on the Dask workers (write_results asks)
+        run = FlowRunContext.get()
+        if run is not None:
+            stopping.end_run(run.flow_run.id)
+            tell_workers = getattr(run.task_runner, "end_run_on_workers", None)
+            if tell_workers is not None:
+                tell_workers(run.flow_run.id)
+        raise
     except Exception as exc:
         error = _first_error(stages) or exc
         _wait_for_workers_artifacts()

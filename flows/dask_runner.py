@@ -42,7 +42,7 @@ from prefect_dask import DaskTaskRunner
 from prefect_dask.task_runners import PrefectDaskFuture
 from pydantic import BaseModel, PrivateAttr
 
-from tasks import artifacts
+from tasks import artifacts, stopping
 
 # Settings a worker thread keeps (one entry per distinct serialized settings: flows run with
 # temporary settings, or against another server, get their own), with an API client for each.
@@ -268,6 +268,12 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
         if submitted:
             artifacts.wait_until_published()  # the run's summary, sent while Prefect recorded its end
 
+
+    def end_run_on_workers(self, run_id) -> None:
+        """Tell every worker that flow run ``run_id`` has ended (tasks.stopping.end_run): its
+        tasks still running there publish nothing."""
+        if self._client is not None:
+            self._client.run(stopping.end_run, str(run_id), on_error="return")
 
     def wait_for_workers_artifacts(self, timeout: float = 30.0) -> None:
         """Wait until every worker has sent the artifacts its tasks published

@@ -1019,11 +1019,12 @@ def publishing(output: str | os.PathLike):
 
 
 def publish_results(tables: dict[str | os.PathLike, pa.Table], output: str | os.PathLike,
-                    compression: str = DEFAULT_COMPRESSION) -> tuple[list[Path], list[Path]]:
+                    compression: str = DEFAULT_COMPRESSION, check=None) -> tuple[list[Path], list[Path]]:
     """A one-partition run's results (target path -> table, each under ``output``): written at
     once (write_many), then, when they include BFS results, the BFS results of an earlier run
     that they do not replace are removed (remove_earlier_bfs_results), all while no other run
-    publishes into ``output``. Returns the files written and those removed. A partitioned run
+    publishes into ``output``; ``check()``, called just before the first file is renamed into
+    place, may still refuse (raise). Returns the files written and those removed. A partitioned run
     killed before it could clean up left its staging folder here: it goes too."""
     from tasks.partitioned_io import remove_stale_staging  # (it imports this module)
 
@@ -1035,17 +1036,18 @@ def publish_results(tables: dict[str | os.PathLike, pa.Table], output: str | os.
         if any(result_name(t) == BFS_RESULT_NAME for t in written):
             removed.extend(remove_earlier_bfs_results(output, [os.path.abspath(p) for p in written]))
 
-    return write_many(tables, compression, lock=output, then=remove_earlier), removed
+    return write_many(tables, compression, lock=output, check=check, then=remove_earlier), removed
 
 
 def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEFAULT_COMPRESSION,
-               lock: str | os.PathLike | None = None, then=None) -> list[Path]:
+               lock: str | os.PathLike | None = None, check=None, then=None) -> list[Path]:
     """Write result files (target path -> table), all at once, the cores shared out among them
     (a Parquet writer encodes on one core and releases the GIL; each file is encoded in pieces,
     one per core it gets). Every file is encoded to a temporary first, and only once all are on
     disk are they renamed into place: a write that fails (a full disk, say) replaces none. With
-    ``lock`` (a folder above every target), the renames, and ``then(targets)`` after them, run
-    while no other run publishes there (``publishing``)."""
+    ``lock`` (a folder above every target), ``check()`` (if given; it may refuse by raising),
+    the renames and ``then(targets)`` after them run while no other run publishes there
+    (``publishing``)."""
     if compression not in COMPRESSIONS:
         raise OutputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
     targets = [Path(t) for t in tables]
@@ -1070,6 +1072,8 @@ def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEF
                 list(pool.map(write, targets, tables.values()))
         with publishing(lock) if lock is not None else nullcontext():
             stopping.check(f"publishing {', '.join(map(str, targets))}")
+            if check is not None:
+                check()
             for target in targets:
                 try:
                     _move_into_place(written.pop(target), target)

@@ -547,7 +547,7 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     tables = {Path(o) / "bfs_distances.parquet": bfs_table(p, s.value.result) for s, o in zip(searches, outputs)}
     if forest is not None:
         tables[Path(output) / "mst_edges.parquet"] = forest_table(p, forest.value)
-    written, removed = publish_results(tables, output, compression)
+    written, removed = publish_results(tables, output, compression, check=check_flow_run_going)
     # absolute, as seen by the process that wrote them: the summary names them for the user
     paths = [os.path.abspath(path) for path in written]
     seconds = time.perf_counter() - start
@@ -559,6 +559,25 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     summary = run_summary(p, graph, searches, forest, checks, paths, seconds)
     artifacts.wait_until_published()
     return summary
+
+
+def check_flow_run_going() -> None:
+    """Raise stopping.Stopped when the flow run of this task has already ended (timed out,
+    crashed) or is being cancelled. A flow run that exceeds its time limit is marked failed at
+    once, but the tasks already running go on (a thread pool waits for them): without this the
+    results of a run reported failed were renamed into place after it. Asked of the server,
+    since the task may run on a Dask worker."""
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+
+    if not flow_run.get_id():
+        return
+    if stopping.run_ended(flow_run.get_id()):  # told by the flow, in this process
+        raise stopping.Stopped("the flow run ended (over its time limit) before its results were published")
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(flow_run.get_id()).state
+    if state is not None and (state.is_final() or state.is_cancelling()):
+        raise stopping.Stopped(f"the flow run ended ({state.name}: {state.message}) before its results were published")
 
 
 def run_summary(p: PreparedEdges, graph: Timed | None, searches: list, forest: Timed | None, checks: list,

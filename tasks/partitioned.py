@@ -33,7 +33,7 @@ from tasks.edges_io import (
     COMPRESSIONS, DEFAULT_COMPRESSION, integer_vertex_id, prepare_output_dir, publishing, remove_earlier_bfs_results,
 )
 from tasks.errors import DeviceMemoryError, InputError
-from tasks.graph_tasks import KRUSKAL_LIMIT, _label, _publish_report, artifact_key
+from tasks.graph_tasks import KRUSKAL_LIMIT, _label, _publish_report, artifact_key, check_flow_run_going
 from tasks.partitioned_io import (
     BFS_RESULT, FOREST_RESULT, LAYOUTS, InputPlan, check_integer_ids, plan_input, publish, remove_stale_staging,
     staging_name,
@@ -188,12 +188,14 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
                     source_sets: list[list] | None = None, forest: bool = True, directed: bool = False,
                     depth_limit: int | None = None, src_col: str = "src", dst_col: str = "dst",
                     weight_col: str | None = "weight", backend: str | None = None, output_layout: str = "file",
-                    compression: str = DEFAULT_COMPRESSION, client=None, timeout: float | None = None) -> dict:
+                    compression: str = DEFAULT_COMPRESSION, client=None, timeout: float | None = None,
+                    check=None) -> dict:
     """BFS from ``source`` (one search) or ``source_sets`` (one search each) and, if ``forest``,
     the minimum spanning forest of the Parquet edge list ``input``, over ``partitions`` Dask
     workers of ``client`` (a LocalCluster of that many workers when None). Results go to
     ``output`` as one file each (``output_layout="file"``) or one dataset directory each
-    (``"dataset"``), only after every result verified. Returns the run's summary."""
+    (``"dataset"``), only after every result verified; ``check()``, called just before the first
+    result is moved into place, may still refuse (raise). Returns the run's summary."""
     started = time.perf_counter()
     if output_layout not in LAYOUTS:
         raise InputError(f"output layout must be one of {', '.join(LAYOUTS)} (got {output_layout!r})")
@@ -213,9 +215,9 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
         count = parse_partitions(partitions)
         with _own_cluster(None if count == "auto" else count, backend) as own:
             return _drive(own, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
-                          output, output_layout, compression, timeout, started)
+                          output, output_layout, compression, timeout, started, check)
     return _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
-                  output, output_layout, compression, timeout, started)
+                  output, output_layout, compression, timeout, started, check)
 
 
 def _check_one_gpu_each(client, workers: list[str]) -> None:
@@ -232,7 +234,7 @@ def _check_one_gpu_each(client, workers: list[str]) -> None:
 
 
 def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend, output, layout,
-           compression, timeout, started) -> dict:
+           compression, timeout, started, check=None) -> dict:
     from distributed.comm import get_address_host
 
     workers = _workers(client)
@@ -277,6 +279,8 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
                    for rank, w in enumerate(workers)]
         summaries = _await_ranks(client, futures, workers)
         with publishing(out):  # other runs into this output wait (tasks.edges_io.publishing)
+            if check is not None:
+                check()
             placed = publish(staging, out, bfs_results + ([FOREST_RESULT] if forest else []))
             removed = remove_earlier_bfs_results(out, placed) if bfs_results else []
         for path in removed:
@@ -364,10 +368,11 @@ def partitioned_run(input: str, output: str, partitions=2, **options) -> dict:
     try:
         distributed.get_worker()
     except ValueError:
-        summary = run_partitioned(input, output, partitions, **options)
+        summary = run_partitioned(input, output, partitions, check=check_flow_run_going, **options)
     else:
         with distributed.worker_client() as client:
-            summary = run_partitioned(input, output, partitions, client=client, **options)
+            summary = run_partitioned(input, output, partitions, client=client, check=check_flow_run_going,
+                                      **options)
     validate_seconds = summary.get("validate_seconds", 0.0)
     keyed = options.get("source_sets") is not None
     for k, report in enumerate(summary.pop("bfs_validation", [])):

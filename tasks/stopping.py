@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 
 _requested = threading.Event()
+_ended_runs: set[str] = set()  # flow runs that ended while tasks of theirs ran in this process
 
 
 class Stopped(RuntimeError):
@@ -25,3 +26,13 @@ def check(stage: str) -> None:
     """Raise Stopped naming ``stage`` if a stop was asked for."""
     if requested():
         raise Stopped(f"stopped by a signal before {stage}")
+
+
+def end_run(run_id) -> None:
+    """Flow run ``run_id`` has ended (over its time limit): its tasks still running in this
+    process publish nothing (``run_ended``)."""
+    _ended_runs.add(str(run_id))
+
+
+def run_ended(run_id) -> bool:
+    return str(run_id) in _ended_runs

@@ -253,3 +253,66 @@ def test_concurrent_command_lines_into_one_output_leave_one_runs_complete_result
         assert sorted(os.listdir(out)) == ["bfs_distances.parquet", "mst_edges.parquet"]
         distances, forest = (pq.read_table(out / name) for name in ("bfs_distances.parquet", "mst_edges.parquet"))
         assert distances.num_rows in (30, 50) and forest.num_rows == distances.num_rows - 1
+
+
+@pytest.mark.parametrize("limit, options", [(4, []), (6, ["--partitions", "2", "--backend", "numpy"])],
+                         ids=["one-partition", "partitioned"])
+def test_a_run_over_its_time_limit_publishes_nothing_and_says_so(tmp_path, capsys, limit, options):
+    """A run past GRAPH_FLOW_TIMEOUT_SECONDS is marked failed (TimedOut), but its task runner
+    waits for the tasks already running, so its results were renamed into place after all,
+    over the earlier run's, by a run reported failed. The command printed Prefect's "error:
+    Scope timed out after 4 second(s).". Here the run waits to publish while a reader holds a
+    shared lock on OUTPUT (README) past the run's limit."""
+    import fcntl
+
+    out = tmp_path / "out"
+    code, _, err = run(mst_cli.main, [ring(tmp_path / "earlier.parquet", 30), "--output", out], capsys)
+    assert code == 0, err
+    reader = os.open(out, os.O_RDONLY)
+    fcntl.flock(reader, fcntl.LOCK_SH)
+    try:
+        late = subprocess.Popen([sys.executable, "-m", "flows.mst", str(ring(tmp_path / "late.parquet", 50)),
+                                 "--output", str(out), "--runner", "threads", "--verbose", *options], cwd=ROOT,
+                                text=True, env={**os.environ, "GRAPH_FLOW_TIMEOUT_SECONDS": str(limit),
+                                                "PREFECT_LOGGING_LEVEL": "INFO"},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        log = []
+        for line in late.stderr:
+            log.append(line)
+            if "exceeded timeout" in line:
+                break
+        else:
+            pytest.fail("the run did not time out:\n" + "".join(log[-20:]))
+    finally:
+        os.close(reader)  # the reader is done: the run may publish now, and must not
+    _, rest = late.communicate(timeout=120)
+    assert late.returncode == 1
+    assert rest.strip().splitlines()[-1] == (f"error: the run took longer than its time limit of {limit} s and was "
+                                            "stopped (GRAPH_FLOW_TIMEOUT_SECONDS sets the limit)")
+    assert pq.read_table(out / "mst_edges.parquet").num_rows == 29  # the earlier run's forest
+    assert sorted(os.listdir(out)) == ["mst_edges.parquet"]
+
+
+def test_a_partitioned_rerun_with_fewer_partitions_and_sets_leaves_no_stale_part(tmp_path):
+    """Three partitions and three source sets as datasets, then two partitions and one set: a
+    dataset reader of OUTPUT must find two parts of one set, no third part or second set."""
+    from distributed import Client, LocalCluster
+
+    from tasks.partitioned import run_partitioned
+    from tests.references import assert_distances
+
+    n = 40
+    src, dst = list(range(n)), [(i + 1) % n for i in range(n)]
+    graph = edges(tmp_path / "g.parquet", src, dst, [1.0] * n)
+    out = tmp_path / "out"
+    with LocalCluster(n_workers=3, threads_per_worker=1, dashboard_address=None,
+                      env={"GRAPH_BACKEND": "numpy"}) as cluster, Client(cluster) as client:
+        run_partitioned(str(graph), str(out), 3, source_sets=[["0"], ["1"], ["2"]], forest=False,
+                        weight_col=None, output_layout="dataset", client=client)
+        assert len(os.listdir(out / "source-set-2" / "bfs_distances.parquet")) == 3
+        run_partitioned(str(graph), str(out), 2, source_sets=[["5"]], forest=False, weight_col=None,
+                        output_layout="dataset", client=client)
+    assert listing(out) == ["source-set-0", "source-set-0/bfs_distances.parquet",
+                            "source-set-0/bfs_distances.parquet/part-00000.parquet",
+                            "source-set-0/bfs_distances.parquet/part-00001.parquet"]
+    assert_distances(out / "source-set-0" / "bfs_distances.parquet", src, dst, [5])
