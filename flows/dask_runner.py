@@ -268,7 +268,6 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
         if submitted:
             artifacts.wait_until_published()  # the run's summary, sent while Prefect recorded its end
 
-
     def end_run_on_workers(self, run_id) -> None:
         """Tell every worker that flow run ``run_id`` has ended (tasks.stopping.end_run): its
         tasks still running there publish nothing."""
