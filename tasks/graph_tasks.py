@@ -538,10 +538,9 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     per search (``outputs``, in the order of ``searches``) and OUTPUT/mst_edges.parquet. Then the
     BFS results an earlier run left under OUTPUT that this run does not replace are removed, all
     while no other run publishes into OUTPUT (tasks.edges_io.publish_results). Runs once every
-    check in ``checks`` passed, and
-    returns the run's summary (run_summary), the one product the flow process fetches. The
-    run's last task: the artifacts its process published are on the server before it ends
-    (tasks/artifacts.py says how other workers' are)."""
+    check in ``checks`` passed, and returns the run's summary (run_summary), the one product the
+    flow process fetches. The run's last task: the artifacts its process published are on the
+    server before it ends (tasks/artifacts.py says how other workers' are)."""
     p: PreparedEdges = prepared.value
     start = time.perf_counter()
     tables = {Path(o) / "bfs_distances.parquet": bfs_table(p, s.value.result) for s, o in zip(searches, outputs)}
