@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.harness import append_records, load_graph, machine
+from benchmarks.orchestration import bare_pipeline, code_version
 from kernels import backend as be
 from tasks.partitioned import run_partitioned
 
@@ -75,11 +76,11 @@ def main(argv=None) -> int:
     del src, dst, weight
     command = " ".join(["python -m benchmarks.partitioned", *(argv if argv is not None else sys.argv[1:])])
     base = {"algo": "partitioned-pipeline", "graph": args.graph, "backend": backend, "layout": args.layout,
-            "machine": machine(backend), "date": datetime.date.today().isoformat(), "command": command}
+            "machine": machine(backend), "date": datetime.date.today().isoformat(), "command": command,
+            "code": code_version()}
     records = []
     bare_seconds = None
     if args.bare:
-        from benchmarks.orchestration import bare_pipeline
 
         bare_pipeline(path, int(source), str(work / "bare-warm-up"), backend)
         started = time.perf_counter()

@@ -17,6 +17,7 @@ import logging
 import math
 import os
 import shutil
+import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -313,7 +314,11 @@ def _await_ranks(client, futures, workers) -> list[dict]:
     errors: dict[int, BaseException] = {}
     lost: dict[int, str] = {}
     failing_since = None
+    changed = threading.Event()  # set when any rank's task settles: the loop looks at once
+    for future in futures:
+        future.add_done_callback(lambda _: changed.set())
     while True:
+        changed.clear()
         # one snapshot per pass: statuses change under us (the client's thread), and a rank seen
         # settled must have had its error collected, or a peer's "connection closed" would be
         # reported in place of the error that closed it
@@ -334,7 +339,7 @@ def _await_ranks(client, futures, workers) -> list[dict]:
             settled = all(s in ("finished", "error") or r in lost for r, s in enumerate(statuses))
             if settled or time.monotonic() - failing_since > GRACE_SECONDS:
                 break
-        time.sleep(POLL_SECONDS)
+        changed.wait(POLL_SECONDS)  # a lost worker is noticed at the next look
     client.cancel([f for f in futures if f.status not in ("finished", "error")])
     raise _cause(errors, lost)
 

@@ -245,6 +245,9 @@ class _Rank:
     def exception(self):
         return self.error
 
+    def add_done_callback(self, callback):
+        pass  # the driver then looks again after its poll interval
+
 
 class _Scheduler:
     def scheduler_info(self):
