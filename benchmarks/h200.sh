@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything one H200 session runs, in one call (each machine start costs budget):
-#   benchmarks/h200.sh tests|flow|big|kernels|partitioned|all|profile  OUTDIR
-# tests, flow, big, partitioned and all need .whl/ (`make wheels`); kernels and profile need no
+#   benchmarks/h200.sh tests|flow|big|cores|kernels|partitioned|all|profile  OUTDIR
+# tests, flow, big, cores, partitioned and all need .whl/ (`make wheels`); kernels and profile need no
 # wheels (NumPy, CuPy and pytest are on the machine). .realgraphs/ travels with the checkout.
 # partitioned needs a machine with two GPUs or more.
 set -uo pipefail
@@ -41,6 +41,12 @@ if [[ $what == big || $what == all ]]; then
   timeout 420 python3 -m benchmarks.orchestration --graph kron:26 --input-compression snappy --flows '' --parts 16 \
     --workdir /tmp/orchestration26 --json "$out/h200-flow-kron26-$(date +%F).json" 2>&1 | tee "$out/big.log" | tail -40
   rm -rf /tmp/orchestration26
+fi
+if [[ $what == cores ]]; then
+  # Kron-26 from 16 Snappy files on all of the host's cores and on each half (taskset)
+  timeout 480 python3 -m benchmarks.host_cores --graph kron:26 --parts 16 --workdir /tmp/cores \
+    --json "$out/h200-host-cores-$(date +%F).json" 2>&1 | tee "$out/cores.log" | tail -5
+  rm -rf /tmp/cores
 fi
 if [[ $what == partitioned ]]; then
   # every GPU of the machine: the two-GPU tests, then Kron-26 on two partitions against the
