@@ -419,9 +419,11 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
             // visited bits: no atomics on the bitmaps.
             if (blockIdx.x == 0 && threadIdx.x == 0) steps[level] = STEP_BOTTOM_UP;
             for (i64 w = tid >> 5; w < words; w += threads >> 5) {
-                int v = (int)(w * 32 + lane);
+                // compared in 64 bits: the last word's lanes past n would wrap an int near 2^31
+                const i64 v64 = w * 32 + lane;
+                int v = (int)v64;
                 unsigned seen = __ldcg(visited + w);
-                bool todo = v < n && !((seen >> lane) & 1u);
+                bool todo = v64 < n && !((seen >> lane) & 1u);
                 bool hit = false;
                 int parent = -1;
                 i64 a = 0, e = 0;
@@ -550,8 +552,9 @@ bfs_rank_bottom_up(const i64* in_ptr, const int* in_idx, const i64* out_ptr, int
     const i64 groups = ((i64)owned + 31) >> 5;
     i64 arcs = 0;
     for (i64 g = thread_index() >> 5; g < groups; g += thread_count() >> 5) {
-        int v = (int)(g * 32 + lane);
-        bool todo = v < owned && dist[v] < 0;
+        const i64 v64 = g * 32 + lane;  // 64 bits, as in the one-GPU bottom-up step
+        int v = (int)v64;
+        bool todo = v64 < owned && dist[v] < 0;
         bool hit = false;
         int parent = -1;
         i64 a = 0, e = 0;
