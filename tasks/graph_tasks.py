@@ -626,7 +626,7 @@ def _number(x) -> str:
     return f"{x:,.6f}".rstrip("0").rstrip(".")
 
 
-STAGE_NAMES = {"prepare": "renumber", "csr": "CSR build", "bfs": "BFS", "msf": "MSF", "validate": "validation"}
+STAGE_NAMES = {"connect": "ranks connecting", "prepare": "renumber", "csr": "CSR build", "bfs": "BFS", "msf": "MSF", "validate": "validation"}
 
 
 def summary_rows(summary: dict) -> list[dict]:

@@ -69,6 +69,7 @@ def _communicator(spec: RunSpec, rank: int, mesh: Mesh):
 
 def rank_main(spec: RunSpec, rank: int) -> dict:
     """Run rank ``rank`` of a partitioned run (a Dask task pinned to its worker)."""
+    started = time.perf_counter()
     mesh = Mesh.connect(spec.token, rank, spec.endpoints, spec.timeout)
     try:
         comm = _communicator(spec, rank, mesh)
@@ -77,7 +78,7 @@ def rank_main(spec: RunSpec, rank: int) -> dict:
         raise
     with comm:
         try:
-            return _Rank(spec, rank, comm).run()
+            return _Rank(spec, rank, comm, connect_seconds=time.perf_counter() - started).run()
         except Exception as exc:
             if type(exc).__name__ != "OutOfMemoryError":
                 raise
@@ -88,10 +89,11 @@ def rank_main(spec: RunSpec, rank: int) -> dict:
 
 
 class _Rank:
-    def __init__(self, spec: RunSpec, rank: int, comm):
+    def __init__(self, spec: RunSpec, rank: int, comm, connect_seconds: float = 0.0):
         self.spec, self.rank, self.comm = spec, rank, comm
         self.xp = be.module(spec.backend)
-        self.seconds: dict[str, float] = {}
+        # the rendezvous: the TCP mesh and (GPUs) NCCL's communicator, made before any stage
+        self.seconds: dict[str, float] = {"connect": connect_seconds}
         self.summary: dict = {}
 
     def _phase(self, name: str, started: float, stage: str | None = None) -> None:
