@@ -1,7 +1,8 @@
-"""Partitioned runs on two or more GPUs: NCCL through CuPy inside dask-cuda workers. Skipped
-where fewer than two GPUs are usable. The same checks as tests/test_partitioned.py: NCCL
-collectives against NumPy, real graphs against the one-partition kernels, a killed rank (NCCL
-kernels left waiting on a dead peer must be aborted, not hang)."""
+"""Partitioned runs on GPUs: NCCL through CuPy inside dask-cuda workers. The same checks as
+tests/test_partitioned.py: NCCL collectives against NumPy, real graphs against the one-partition
+kernels, a killed rank (NCCL kernels left waiting on a dead peer must be aborted, not hang), on
+two GPUs (skipped where fewer are usable); a one-rank NCCL run and the refusal of workers that
+share a GPU on one."""
 import uuid
 
 import pytest
@@ -17,7 +18,8 @@ def gpus() -> int:
     return cupy.cuda.runtime.getDeviceCount()
 
 
-pytestmark = pytest.mark.skipif(gpus() < 2, reason="partitioned GPU runs need at least two usable GPUs")
+two_gpus = pytest.mark.skipif(gpus() < 2, reason="partitioned GPU runs need at least two usable GPUs")
+one_gpu = pytest.mark.skipif(gpus() < 1, reason="needs a usable GPU")
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +43,7 @@ def _nccl_collectives(token, rank, endpoints, unique_id):
         return collectives(comm, cupy)
 
 
+@two_gpus
 def test_nccl_collectives_give_what_numpy_gives(client):
     from distributed.comm import get_address_host
 
@@ -59,6 +62,7 @@ def test_nccl_collectives_give_what_numpy_gives(client):
     check_collectives(results, 2)
 
 
+@two_gpus
 @pytest.mark.parametrize("name", ["rome99", "bitcoinalpha", "luxembourg_osm", "email_eu_core"])
 def test_real_graphs_on_two_gpus_give_the_one_partition_results(client, tmp_path, name):
     from tasks.partitioned import run_partitioned
@@ -80,6 +84,7 @@ def test_real_graphs_on_two_gpus_give_the_one_partition_results(client, tmp_path
         check_forest_output(out / "mst_edges.parquet", src, dst, weight, forest)
 
 
+@two_gpus
 def test_a_killed_gpu_rank_fails_the_run_cleanly(client, tmp_path):
     from tasks.partitioned import PartitionFailed, run_partitioned
     from tests.conftest import realgraphs_dir
@@ -102,6 +107,7 @@ def test_a_killed_gpu_rank_fails_the_run_cleanly(client, tmp_path):
     assert summary["forest_edges"] > 0
 
 
+@one_gpu
 def test_workers_sharing_one_gpu_are_refused_before_anything_is_read(tmp_path):
     """A plain LocalCluster on a GPU machine puts every worker on GPU 0; NCCL would fail (or
     hang) on two ranks of one GPU, so the run is refused with one line naming the workers."""
@@ -117,3 +123,30 @@ def test_workers_sharing_one_gpu_are_refused_before_anything_is_read(tmp_path):
             run_partitioned(str(realgraphs_dir() / "netscience.parquet"), str(tmp_path / "out"), 2, source=["0"],
                             client=c)
     assert not (tmp_path / "out").exists()
+
+
+@one_gpu
+def test_one_rank_runs_back_to_back_on_one_gpu_give_the_one_partition_results(tmp_path):
+    """One partition through the rank program on a GPU: a one-rank NCCL communicator for every
+    run. The second run creates its communicator right after the first run returned, while the
+    first one's is still being destroyed (in a helper thread): both runs give the one-partition
+    results."""
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    from tasks.partitioned import run_partitioned
+    from tests.conftest import realgraphs_dir
+    from tests.test_partitioned import check_bfs_output, check_forest_output, one_partition, read_columns
+
+    path = realgraphs_dir() / "bitcoinalpha.parquet"
+    src, dst, weight = read_columns(path)
+    sources = [int(src[0])]
+    ids, dense, search, forest, s, d = one_partition(src, dst, weight, sources, False)
+    with LocalCUDACluster(n_workers=1, protocol="tcp", dashboard_address=None,
+                          env={"NCCL_NVLS_ENABLE": "0"}) as cluster, Client(cluster) as client:
+        for run in range(2):
+            out = tmp_path / f"run-{run}"
+            summary = run_partitioned(str(path), str(out), 1, source=[str(v) for v in sources], client=client)
+            assert summary["backend"] == "cupy" and summary["partitions"] == 1
+            check_bfs_output(out / "bfs_distances.parquet", ids, dense, search, s, d, False)
+            check_forest_output(out / "mst_edges.parquet", src, dst, weight, forest)
