@@ -40,7 +40,8 @@ MSF on the GPU (kernels/gpu_msf.py, kernels/cuda/msf.cu)
   few-distinct weights); two worklists swapped each round; warp appends over m not a multiple of
   32; float32 and float64 keys (-0.0 = 0.0, subnormals); int32 edge indices (int64 only at
   m >= 2^31: not reached).
-Renumbering (both backends): a presence table for a narrow id range (GPU <= 8 m + 2^24 ids, host
+CSR build on the host (kernels/graph.py): row keys packed and decoded HOST_CHUNK (2^20) arcs at a
+time, per input array (the big tier has more). Renumbering (both backends): a presence table for a narrow id range (GPU <= 8 m + 2^24 ids, host
 <= 4 m + 2^20), a sort otherwise: ids dense, gapped, spread over int64, int32, uint64 above 2^63.
 
 Families (numpy, from a seed): rmat (Kronecker / R-MAT power law), path and cycle (many levels,
