@@ -135,3 +135,40 @@ def assert_distances(path, src, dst, sources, directed=False, limit=None):
             assert p is None
         else:
             assert distance[p] == expected[v] - 1 and v in adjacent[p]
+
+
+def kruskal_forest_rows(src, dst, weight) -> np.ndarray:
+    """kruskal_rows for NumPy arrays of any size: the edges walked in (weight, row) order (one
+    stable lexsort; -0.0 and 0.0 compare equal, so the row decides), a union-find with path
+    halving over plain lists. Returns the chosen rows ascending (int64)."""
+    order = np.lexsort((np.arange(src.shape[0]), weight))
+    parent = list(range(int(max(src.max(), dst.max())) + 1 if src.shape[0] else 0))
+    s, d = src.tolist(), dst.tolist()
+    chosen = []
+    for i in order.tolist():
+        a, b = s[i], d[i]
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        while parent[b] != b:
+            parent[b] = parent[parent[b]]
+            b = parent[b]
+        if a != b:
+            parent[a] = b
+            chosen.append(i)
+    return np.array(sorted(chosen), dtype=np.int64)
+
+
+def scipy_bfs_levels(n, src, dst, sources, directed=False):
+    """Hop distances from the nearest of ``sources`` (-1: unreached) by one scipy unweighted
+    shortest-path search from an extra vertex n that has an arc to every source: a path from it
+    is one hop longer than from the nearest source, and none can come back through it."""
+    sources = np.unique(np.asarray(sources, dtype=np.int64))
+    rows, cols = [src, np.full(sources.shape[0], n)], [dst, sources]
+    if not directed:
+        rows.append(dst)
+        cols.append(src)
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    a = sp.csr_matrix((np.ones(rows.shape[0]), (rows, cols)), shape=(n + 1, n + 1))
+    d = csgraph.shortest_path(a, directed=True, unweighted=True, indices=n)[:n]
+    return np.where(np.isinf(d), -1, d - 1).astype(np.int64)
