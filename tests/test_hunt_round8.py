@@ -1,0 +1,76 @@
+"""An eighth search for wrong answers and unclear failures, on the CPU (NumPy backend): the
+partitioned path over ranks that own nothing or everything, extreme id and weight types across
+files, schema oddities, and command-line paths and parameters. Faults are pinned by named cases;
+the classes that held are pinned by compact cases against the serial references of
+tests/references.py (Kruskal under the order (weight, input row); a queue BFS)."""
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from distributed import LocalCluster
+
+from flows import mst as mst_cli
+from flows import pipeline as pipeline_cli
+from tests.references import assert_distances, assert_forest
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+def run(main, argv, capsys):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def edges(path: Path, src, dst, weight=None, **options) -> Path:
+    columns = {"src": pa.array(src, pa.int64()), "dst": pa.array(dst, pa.int64())}
+    if weight is not None:
+        columns["weight"] = pa.array(weight, pa.float64())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns), path, **options)
+    return path
+
+
+# Faults
+
+
+@pytest.fixture(scope="module")
+def cluster_started_elsewhere(prefect_server, tmp_path_factory):
+    """A running Dask cluster of two CPU workers whose processes started in another folder than
+    the command's (a `dask worker` started from the user's home, say); yields its address and
+    that folder."""
+    where = tmp_path_factory.mktemp("workers-folder")
+    before = os.getcwd()
+    os.chdir(where)  # the worker processes start here and keep it as their working directory
+    try:
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
+                               env={"GRAPH_BACKEND": "numpy"})
+    finally:
+        os.chdir(before)
+    with cluster:
+        yield cluster.scheduler_address, where
+
+
+@pytest.mark.parametrize("partitions", ["1", "2"])
+def test_relative_paths_on_a_running_cluster_mean_the_commands_folder(tmp_path, capsys, monkeypatch,
+                                                                    cluster_started_elsewhere, partitions):
+    """`python -m flows.pipeline data/g.parquet --dask-address ...`: the command checked
+    data/g.parquet in its own folder, but the tasks resolved the relative paths in their
+    workers' folder, where another data/g.parquet was: they read that graph and wrote its
+    results there, and the command printed them with exit 0. Paths are now made absolute in
+    the flow, against the folder the run was started from."""
+    address, workers_folder = cluster_started_elsewhere
+    mine = ([0, 1, 2, 0], [1, 2, 0, 2], [1.0, 2.0, 3.0, 0.5])
+    edges(tmp_path / "data" / "g.parquet", *mine)
+    edges(workers_folder / "data" / "g.parquet", [0, 1], [1, 5], [7.0, 7.0])  # another graph, vertex 0 included
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(pipeline_cli.main, ["data/g.parquet", "--source", "0", "--partitions", partitions,
+                                             "--backend", "numpy", "--dask-address", address], capsys)
+    assert code == 0, err
+    results = tmp_path / "output" / "g"
+    assert [line for line in out.splitlines() if line.startswith("wrote ")] == [f"wrote {results / 'bfs_distances.parquet'}", f"wrote {results / 'mst_edges.parquet'}"]
+    assert_forest(results / "mst_edges.parquet", *mine)
+    assert_distances(results / "bfs_distances.parquet", *mine[:2], [0])
+    assert not (workers_folder / "output").exists()
