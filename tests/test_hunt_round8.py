@@ -74,3 +74,25 @@ def test_relative_paths_on_a_running_cluster_mean_the_commands_folder(tmp_path, 
     assert_forest(results / "mst_edges.parquet", *mine)
     assert_distances(results / "bfs_distances.parquet", *mine[:2], [0])
     assert not (workers_folder / "output").exists()
+
+
+LATIN1 = os.fsdecode(b"caf\xe9")  # a name in Latin-1, as Python holds it: with a surrogate escape
+
+
+@pytest.mark.parametrize("where", ["input", "--output", "--source"])
+def test_an_argument_that_is_not_utf8_is_named_in_one_line(tmp_path, capsys, monkeypatch, where):
+    """A file or folder named in another encoding than UTF-8 (or such an id): the run failed with
+    "'utf-8' codec can't encode character '\\udce9' in position 256: surrogates not allowed",
+    naming neither the argument nor the path. It is now refused before the run, named."""
+    monkeypatch.chdir(tmp_path)
+    graph = edges(tmp_path / "g.parquet", [0, 1], [1, 2], [1.0, 1.0])
+    if where == "input":  # (pyarrow cannot open such a path itself)
+        graph = graph.rename(tmp_path / f"{LATIN1}.parquet")
+    argv = [graph, "--source", LATIN1 if where == "--source" else "0",
+            "--output", tmp_path / (LATIN1 if where == "--output" else "o")]
+    code, out, err = run(pipeline_cli.main, argv, capsys)
+    shown = {"input": f"{tmp_path}/caf\\xe9.parquet", "--output": f"{tmp_path}/caf\\xe9", "--source": "caf\\xe9"}[where]
+    assert code == 1 and out == ""
+    assert err.splitlines() == [f"error: {where} '{shown}' is not UTF-8 text, which a run needs to record it; "
+                                + ("give it in UTF-8" if where == "--source" else "rename it")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [graph.name]
