@@ -24,7 +24,7 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName,
-    finish, output_directory, partition_count, source_plan,
+    finish, partition_count, run_paths, source_plan,
 )
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
@@ -59,7 +59,7 @@ def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list
         output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
     """
     started = time.perf_counter()
-    output = output_directory(output, input)
+    input, output = run_paths(input, output)
     sets, outputs, keys = source_plan(source, source_sets, output)
     count = partition_count("bfs", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             algorithms=("bfs",), directed=directed)

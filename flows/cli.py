@@ -179,9 +179,29 @@ def parameters(kind: str, args: argparse.Namespace) -> dict:
     return params
 
 
+def _check_text(args: argparse.Namespace) -> None:
+    """Every argument a run records is UTF-8 text. Prefect sends a run's parameters as JSON:
+    a name in another encoding (a file called caf\xe9.parquet in Latin-1), which Python holds
+    with surrogate escapes, failed the run with "'utf-8' codec can't encode character"."""
+    given = [("input", args.input), ("--output", args.output), ("--src-col", args.src_col),
+             ("--dst-col", args.dst_col), ("--weight-col", getattr(args, "weight_col", None))]
+    given += [("--source", s) for s in getattr(args, "source", None) or []]
+    given += [("--source-set", i) for ids in getattr(args, "source_set", None) or [] for i in ids]
+    for what, value in given:
+        if value is None:
+            continue
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(value).decode("utf-8", "backslashreplace")
+            hint = "rename it" if what in ("input", "--output") else "give it in UTF-8"
+            raise UsageError(f"{what} '{shown}' is not UTF-8 text, which a run needs to record it; {hint}") from None
+
+
 def check(args: argparse.Namespace) -> str:
     """Checks that need no import; returns the runner kind asked for. Sets ``args.partitions``
     from $GRAPH_PARTITIONS when the option was not given."""
+    _check_text(args)
     if not os.path.exists(args.input):
         if os.path.islink(args.input):
             raise UsageError(f"{args.input}: dangling symbolic link (to {os.readlink(args.input)})")

@@ -57,6 +57,18 @@ def output_directory(output: str | None, input_path: str) -> str:
     return output
 
 
+def run_paths(input: str, output: str | None) -> tuple[str, str]:
+    """The run's input and output directory (output_directory) as absolute paths, a relative
+    one taken in the folder the run was started from. Its tasks may run on a Dask cluster
+    whose workers started in another folder (--dask-address, GRAPH_DASK_ADDRESS): they would
+    resolve a relative path there, read another file of the same name and write there. The
+    paths are joined, not normalized: `link/..` stays the parent of the link's target. An empty
+    input stays empty (input not found), not the current folder."""
+    output = output_directory(output, input)
+    here = os.getcwd()
+    return (os.path.join(here, input) if input else input), os.path.join(here, output)
+
+
 @dataclass(frozen=True)
 class RunName:
     """flow_run_name: '<flow>-<input stem>', e.g. mst-graph. A class rather than a closure, so

@@ -20,7 +20,7 @@ from prefect import flow
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, OutputLayout, Partitions, RunName, finish,
-    output_directory, partition_count,
+    partition_count, run_paths,
 )
 from flows.runners import task_runner
 from tasks.edges_io import check_output_paths
@@ -50,7 +50,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
         output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
     """
     started = time.perf_counter()
-    output = output_directory(output, input)
+    input, output = run_paths(input, output)
     count = partition_count("mst", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             weight_col=weight_col, algorithms=("msf",))
     check_output_paths(input, [Path(output) / "mst_edges.parquet"], directories=count > 1)
