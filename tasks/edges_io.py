@@ -30,6 +30,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
@@ -489,7 +490,8 @@ def _unit_weights(unit: _Unit, col: pa.ChunkedArray, name: str, dtype: np.dtype)
     # through their text: Arrow's decimal -> float64 cast scales in floating point and misses
     # the nearest value for about 1 decimal in 4 (1.001 became 1.0010000000000001), which also
     # made weights one ulp apart equal, so the heavier of two parallel edges could win the tie
-    if pa.types.is_decimal(col.type):
+    precision = col.type.precision if pa.types.is_decimal(col.type) else 0
+    if precision:
         col = col.cast(pa.string())
     weight = col.cast(pa.from_numpy_dtype(dtype)).to_numpy()
     bad = ~np.isfinite(weight)
@@ -497,7 +499,36 @@ def _unit_weights(unit: _Unit, col: pa.ChunkedArray, name: str, dtype: np.dtype)
         row = _first(bad)
         raise InputError(f"{unit.file}: weight column {name!r} is {weight[row]} at row {unit.file_row + row}; "
                          "weights must be finite")
+    if precision > DECIMAL_DIGITS_FLOAT64_KEEPS:
+        _refuse_blurred_decimals(unit, col, weight, name)
     return weight
+
+
+# Any decimal of at most 15 significant digits is the shortest text of its nearest float64
+# (DBL_DIG), so two such decimals never share a float64. A longer one that is not that text can
+# share its float64 with another decimal (2**53 + 1 and 2**53; two 18-digit ratios one unit
+# apart): both would weigh the same, the lower row would win their tie, and the forest would
+# keep the heavier edge. Decimals that are the shortest text of their float64 map to distinct
+# float64s, so refusing the others is exact, and needs no look across row groups or ranks.
+DECIMAL_DIGITS_FLOAT64_KEEPS = 15
+
+
+def _refuse_blurred_decimals(unit: _Unit, text: pa.ChunkedArray, weight: np.ndarray, name: str) -> None:
+    """``text``: the unit's decimal weights as exact text; ``weight``: their nearest float64s.
+    Refuses the first decimal with more than 15 significant digits that is not the shortest
+    text of its float64 (checked one by one, so a column of such weights costs a Python step
+    per long value)."""
+    digits = pc.utf8_rtrim(pc.utf8_ltrim(pc.replace_substring_regex(text, r"[-.]", ""), "0"), "0")
+    long_rows = np.flatnonzero(pc.greater(pc.utf8_length(digits), DECIMAL_DIGITS_FLOAT64_KEEPS).to_numpy(
+        zero_copy_only=False))
+    if long_rows.size == 0:
+        return
+    values = pc.take(text, pa.array(long_rows)).to_pylist()
+    for row, value in zip(long_rows, values):
+        if Decimal(value) != Decimal(repr(float(weight[row]))):
+            raise InputError(f"{unit.file}: weight column {name!r} holds {value} at row {unit.file_row + int(row)}, "
+                             "which float64 cannot tell from its neighbours (more significant digits than its 15-17); "
+                             "round the weights to 15 significant digits")
 
 
 def _integer_weights(unit: _Unit, weight: np.ndarray, name: str) -> np.ndarray:

@@ -110,28 +110,44 @@ def test_an_argument_that_is_not_utf8_is_named_in_one_line(tmp_path, capsys, mon
     assert sorted(p.name for p in tmp_path.iterdir()) == [graph.name]
 
 
-@pytest.mark.xfail(strict=True, reason="two distinct decimal weights that round to one float64 tie, and the row "
-                   "decides; finding such pairs needs a check across every row group (and rank) of the input")
+@pytest.mark.parametrize("partitions", [1, 2])
 @pytest.mark.parametrize("heavier, lighter, type_", [
     (Decimal(2**53 + 1), Decimal(2**53), pa.decimal128(38, 0)),
     (Decimal("0.333333333333333334"), Decimal("0.333333333333333333"), pa.decimal128(38, 18)),
 ], ids=["integers-beyond-2-pow-53", "scale-18-ratios-one-unit-apart"])
-def test_decimal_weights_that_round_to_one_float64_keep_their_order(tmp_path, capsys, heavier, lighter, type_):
+def test_decimal_weights_that_round_to_one_float64_are_refused(tmp_path, capsys, heavier, lighter, type_, partitions):
     """Decimals become their nearest float64. Two distinct ones can share it (a decimal(38, 0)
-    weight of 2**53 + 1 beside 2**53, or two decimal(38, 18) ratios one unit apart): they then
-    tie, the lower row wins, and the forest holds the heavier edge, silently (the validation
-    sees the rounded weights). The same integers as int64 are refused, naming file, column and
-    row. Either the exact forest or such a refusal would do."""
+    weight of 2**53 + 1 beside 2**53, or two decimal(38, 18) ratios one unit apart): they
+    would tie, the lower row would win, and the forest would hold the heavier edge while its
+    validation (on the rounded weights) passed. A decimal with more significant digits than
+    float64 tells apart is refused, naming file, column, row and value, as int64 weights
+    beyond 2**53 are, on one partition and on several."""
     src, dst, weight = [0, 1, 0, 2], [1, 2, 2, 3], [heavier, Decimal(1), lighter, Decimal(1)]
     path = tmp_path / "g.parquet"
     pq.write_table(pa.table({"src": src, "dst": dst, "weight": pa.array(weight, type_)}), path)
+    argv = [path, "--output", tmp_path / "o"] + (["--partitions", "2", "--runner", "dask", "--backend", "numpy"]
+                                                 if partitions > 1 else [])
+    code, _, err = run(mst_cli.main, argv, capsys)
+    assert code == 1, err
+    assert f"{path}: weight column 'weight' holds {heavier} at row 0, which float64 cannot tell" in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_long_decimal_types_whose_values_float64_keeps_apart_are_read_exactly(tmp_path, capsys):
+    """A decimal(38, 17) column of ordinary values (-1.001, 0.1: not exact in binary, but each
+    the shortest text of its float64) and 16-17 digit values that are such texts too: read,
+    and the forest is Kruskal's under the exact weights."""
+    weight = [Decimal("-1.00100000000000000"), Decimal("0.10000000000000000"), Decimal("0.12345678901234560"),
+              Decimal("0.12345678901234561"), Decimal("1234567890.12345670")]
+    src, dst = [0, 1, 2, 0, 3], [1, 2, 0, 2, 1]
+    path = tmp_path / "g.parquet"
+    pq.write_table(pa.table({"src": src, "dst": dst, "weight": pa.array(weight, pa.decimal128(38, 17))}), path)
     code, _, err = run(mst_cli.main, [path, "--output", tmp_path / "o"], capsys)
-    if code == 0:  # the forest of the exact weights: the lighter edge (row 2), not row 0
-        forest = pq.read_table(tmp_path / "o" / "mst_edges.parquet")
-        assert list(zip(forest["src"].to_pylist(), forest["dst"].to_pylist())) == [(1, 2), (0, 2), (2, 3)]
-    else:
-        assert f"{path}: weight column 'weight'" in err and "row 0" in err, err
-        assert not (tmp_path / "o").exists()
+    assert code == 0, err
+    forest = pq.read_table(tmp_path / "o" / "mst_edges.parquet")
+    rows = kruskal_rows(src, dst, weight)  # over the exact Decimal weights
+    assert list(zip(forest["src"].to_pylist(), forest["dst"].to_pylist())) == [(src[r], dst[r]) for r in rows]
+    assert forest["weight"].to_pylist() == [float(weight[r]) for r in rows]
 
 
 # Classes that held: partitioned runs over ranks that own nothing or hold every edge, with
