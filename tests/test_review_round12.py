@@ -1,14 +1,19 @@
-"""Review of the run paths made absolute in the flows. Faults are pinned by named cases
-against real Prefect runs."""
+"""Review of the run paths made absolute in the flows and of the significant-digit count that
+sends long decimal weights to the exact float64 check (tasks/edges_io.py). Faults are pinned
+by named cases against real Prefect runs; the count against Python's Decimal."""
 import os
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from tasks.edges_io import DECIMAL_DIGITS_FLOAT64_KEEPS, _significant_digits
 from tests.references import assert_forest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,3 +69,60 @@ def test_a_relative_path_from_a_folder_that_was_removed_is_named(tmp_path):
     assert ("input 'g.parquet' is relative, but the folder the run started in no longer exists; "
             "give an absolute path") in message
     assert not (tmp_path / "o").exists()
+
+
+def reference_digits(value: Decimal) -> int:
+    """Significant digits of a decimal's value: leading and trailing zeros of its digits are not
+    (counted on the digits themselves: Decimal.normalize rounds to the context's 28 digits)."""
+    return len("".join(map(str, value.as_tuple().digits)).strip("0"))
+
+
+@st.composite
+def long_decimals(draw):
+    """A decimal type of more than 15 digits (both widths) and a value of it with some trailing
+    zeros, either sign, possibly zero."""
+    wide = draw(st.booleans())
+    precision = draw(st.integers(16, 76 if wide else 38))
+    scale = draw(st.integers(0, precision))
+    zeros = draw(st.integers(0, precision - 1))
+    unscaled = draw(st.integers(0, 10 ** (precision - zeros) - 1)) * 10 ** zeros
+    value = Decimal(draw(st.sampled_from([1, -1])) * unscaled).scaleb(-scale)
+    return (pa.decimal256 if wide else pa.decimal128)(precision, scale), value
+
+
+NAMED = [  # (type, value): each side of 15 digits, leading and trailing zeros, signs, zero, exponent text
+    (pa.decimal128(38, 18), Decimal("-0.000123456789012345")),  # 15 digits after leading zeros
+    (pa.decimal128(38, 18), Decimal("-0.001234567890123456")),  # 16
+    (pa.decimal128(38, 18), Decimal("123456789012345.000000000000000000")),  # 15, trailing zeros
+    (pa.decimal128(38, 18), Decimal("1234567890123456.5")),  # 17
+    (pa.decimal128(38, 0), Decimal(2**53 + 1)),  # 16 digits
+    (pa.decimal128(38, 0), Decimal(10**37)),  # 1 digit
+    (pa.decimal128(38, 18), Decimal(0)),
+    (pa.decimal128(26, 26), Decimal("1.234567890123456789E-7")),  # Arrow writes it with an exponent
+    (pa.decimal128(26, 26), Decimal("1E-7")),
+    (pa.decimal256(76, 38), Decimal("-" + "9" * 38 + "." + "9" * 38)),  # 76 digits
+]
+
+
+def check_count(type_, value):
+    text = pa.chunked_array([pa.array([value], type_)]).cast(pa.string())
+    count = _significant_digits(text).to_pylist()[0]
+    expected = reference_digits(value)
+    assert count >= expected, (text, count, expected)
+    # (an exponent's characters are counted: such a value only goes to the exact check)
+    if "E" not in text[0].as_py():
+        assert count == expected, (text, count, expected)
+    assert (count > DECIMAL_DIGITS_FLOAT64_KEEPS) >= (expected > DECIMAL_DIGITS_FLOAT64_KEEPS)
+
+
+@pytest.mark.parametrize("type_, value", NAMED, ids=[str(v) for _, v in NAMED])
+def test_the_digit_count_of_named_decimals(type_, value):
+    """The count that decides which decimals go to the exact check (more than 15 significant
+    digits), against Decimal: never fewer digits than the value has, exact for plain text."""
+    check_count(type_, value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(long_decimals())
+def test_the_digit_count_of_any_long_decimal(case):
+    check_count(*case)
