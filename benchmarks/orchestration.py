@@ -268,14 +268,17 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
     return record
 
 
-def code_version() -> str | None:
+def code_version(checkout: str | os.PathLike | None = None) -> str | None:
     """The commit measured: GRAPH_BENCH_CODE (a copy of the checkout without its .git, e.g. on a
-    GPU machine), else `git rev-parse --short HEAD`."""
+    GPU machine), else the short commit of the checkout these benchmarks are imported from
+    (``checkout``), whatever folder the command runs in, with "-dirty" when a tracked file
+    differs from it: the record then measured code that no commit holds."""
     if os.environ.get("GRAPH_BENCH_CODE"):
         return os.environ["GRAPH_BENCH_CODE"]
+    where = Path(checkout) if checkout is not None else Path(__file__).resolve().parent
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip() or None
+        return subprocess.run(["git", "describe", "--always", "--abbrev=7", "--dirty", "--exclude", "*"], cwd=where,
+                              capture_output=True, text=True, check=True).stdout.strip() or None
     except (OSError, subprocess.CalledProcessError):
         return None
 

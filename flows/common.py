@@ -63,10 +63,21 @@ def run_paths(input: str, output: str | None) -> tuple[str, str]:
     whose workers started in another folder (--dask-address, GRAPH_DASK_ADDRESS): they would
     resolve a relative path there, read another file of the same name and write there. The
     paths are joined, not normalized: `link/..` stays the parent of the link's target. An empty
-    input stays empty (input not found), not the current folder."""
+    input stays empty (input not found), not the current folder. The current folder is looked
+    up only for a relative path: absolute paths run from a folder that has been removed."""
     output = output_directory(output, input)
-    here = os.getcwd()
-    return (os.path.join(here, input) if input else input), os.path.join(here, output)
+    return (_absolute("input", input) if input else input), _absolute("output", output)
+
+
+def _absolute(what: str, path: str) -> str:
+    if os.path.isabs(path):
+        return path
+    try:
+        here = os.getcwd()
+    except FileNotFoundError:
+        raise InputError(f"{what} {path!r} is relative, but the folder the run started in no longer exists; "
+                         "give an absolute path") from None
+    return os.path.join(here, path)
 
 
 @dataclass(frozen=True)

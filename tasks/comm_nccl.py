@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -47,14 +48,49 @@ POLL_MAX = 0.002
 WATCH_SECONDS = 0.05  # how often a waiting rank looks at the mesh and NCCL's error state
 
 
+# A communicator finished cleanly is destroyed by a helper thread (ncclCommDestroy takes
+# 0.25-0.3 s on an H200), overlapping the rank's return, the driver's publishing and the next
+# run's scheduling and TCP rendezvous. NCCL calls on independent communicators of one device are
+# not safe in parallel from several threads (NCCL's "Thread Safety"), so the next communicator
+# of this process is created only once every earlier destroy has ended (_await_destroys), and
+# the process waits for them as it exits rather than tearing CUDA down under one.
+_destroying: list[threading.Thread] = []
+_destroying_lock = threading.Lock()
+EXIT_WAIT_SECONDS = 10.0
+
+
 def _destroy_in_background(comm) -> None:
     device = cp.cuda.runtime.getDevice()
 
     def destroy():
-        cp.cuda.runtime.setDevice(device)
+        cp.cuda.runtime.setDevice(device)  # a new thread starts on device 0
         comm.destroy()
 
-    threading.Thread(target=destroy, name="nccl-destroy", daemon=True).start()
+    thread = threading.Thread(target=destroy, name="nccl-destroy", daemon=True)
+    with _destroying_lock:
+        _destroying[:] = [t for t in _destroying if t.is_alive()] + [thread]
+    thread.start()
+
+
+def _await_destroys(deadline: float, watch=None) -> bool:
+    """Wait for the communicators this process is destroying; ``watch`` is called between
+    looks. False if one is still being destroyed at ``deadline`` (time.monotonic)."""
+    with _destroying_lock:
+        pending = list(_destroying)
+    for thread in pending:
+        while thread.is_alive():
+            thread.join(max(0.0, min(WATCH_SECONDS, deadline - time.monotonic())))
+            if thread.is_alive():
+                if time.monotonic() >= deadline:
+                    return False
+                if watch is not None:
+                    watch()
+    return True
+
+
+@atexit.register
+def _await_destroys_at_exit() -> None:
+    _await_destroys(time.monotonic() + EXIT_WAIT_SECONDS)
 
 
 class NcclCommunicator:
@@ -62,6 +98,9 @@ class NcclCommunicator:
         self.rank, self.size, self.mesh = rank, size, mesh
         self.timeout = mesh.timeout
         self._comm = None
+        if not _await_destroys(time.monotonic() + self.timeout, mesh.check_alive):
+            raise CommTimeout(f"rank {rank}: an earlier run's NCCL communicator in this process was not destroyed "
+                              f"within {self.timeout:.0f} s; restart the worker")
         made: dict = {}
         device = cp.cuda.runtime.getDevice()
 
@@ -95,7 +134,8 @@ class NcclCommunicator:
         """Release the communicator (abort it after a failure: peers may be gone) and the mesh.
         After a clean finish the communicator is destroyed by a helper thread: ncclCommDestroy
         takes 0.25-0.3 s on an H200 (a quarter of a Kron-22 run), and every collective has
-        already completed, so the rank's task need not wait for it."""
+        already completed, so the rank's task need not wait for it (the next communicator of
+        this process waits for it instead, see _await_destroys)."""
         if self._comm is not None:
             if abort:
                 self._comm.abort()

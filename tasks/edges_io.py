@@ -518,8 +518,7 @@ def _refuse_blurred_decimals(unit: _Unit, text: pa.ChunkedArray, weight: np.ndar
     Refuses the first decimal with more than 15 significant digits that is not the shortest
     text of its float64 (checked one by one, so a column of such weights costs a Python step
     per long value)."""
-    digits = pc.utf8_rtrim(pc.utf8_ltrim(pc.replace_substring_regex(text, r"[-.]", ""), "0"), "0")
-    long_rows = np.flatnonzero(pc.greater(pc.utf8_length(digits), DECIMAL_DIGITS_FLOAT64_KEEPS).to_numpy(
+    long_rows = np.flatnonzero(pc.greater(_significant_digits(text), DECIMAL_DIGITS_FLOAT64_KEEPS).to_numpy(
         zero_copy_only=False))
     if long_rows.size == 0:
         return
@@ -529,6 +528,18 @@ def _refuse_blurred_decimals(unit: _Unit, text: pa.ChunkedArray, weight: np.ndar
             raise InputError(f"{unit.file}: weight column {name!r} holds {value} at row {unit.file_row + int(row)}, "
                              "which float64 cannot tell from its neighbours (more significant digits than its 15-17); "
                              "round the weights to 15 significant digits")
+
+
+def _significant_digits(text: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Significant digits of each decimal's text, as Arrow writes decimals: plain (-0.0012300)
+    or, for small values, with an exponent (1.2300E-7); an exponent's characters are counted
+    too, which only sends a value to the exact check. Sign, leading zeros and the point go
+    from the front, trailing zeros and the point from the back; a point left inside is not a
+    digit. ASCII trims and a literal count, no regular expression: this runs over every weight
+    of a decimal(16+) column, and costs a quarter of reading it (4 M decimal(38, 18) weights:
+    0.1 s beside 0.4 s; removing sign and point by a regular expression took 0.6 s)."""
+    core = pc.ascii_rtrim(pc.ascii_ltrim(text, "-0."), "0.")
+    return pc.subtract(pc.binary_length(core), pc.count_substring(core, "."))
 
 
 def _integer_weights(unit: _Unit, weight: np.ndarray, name: str) -> np.ndarray:

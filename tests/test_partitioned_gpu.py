@@ -128,8 +128,8 @@ def test_workers_sharing_one_gpu_are_refused_before_anything_is_read(tmp_path):
 @one_gpu
 def test_one_rank_runs_back_to_back_on_one_gpu_give_the_one_partition_results(tmp_path):
     """One partition through the rank program on a GPU: a one-rank NCCL communicator for every
-    run. The second run creates its communicator right after the first run returned, while the
-    first one's is still being destroyed (in a helper thread): both runs give the one-partition
+    run. The second run starts right after the first run returned, while the first one's
+    communicator is still being destroyed (in a helper thread): both runs give the one-partition
     results."""
     from dask_cuda import LocalCUDACluster
     from distributed import Client
@@ -150,3 +150,40 @@ def test_one_rank_runs_back_to_back_on_one_gpu_give_the_one_partition_results(tm
             assert summary["backend"] == "cupy" and summary["partitions"] == 1
             check_bfs_output(out / "bfs_distances.parquet", ids, dense, search, s, d, False)
             check_forest_output(out / "mst_edges.parquet", src, dst, weight, forest)
+
+
+@one_gpu
+def test_a_communicator_is_made_only_after_the_earlier_one_is_destroyed(monkeypatch):
+    """NCCL calls on independent communicators of one device are not safe in parallel from
+    several threads (NCCL's "Thread Safety"). A clean close destroys its communicator in a helper
+    thread (0.25-0.3 s on an H200), so the next communicator of the process, made at once, must
+    wait for that destroy to end before ncclCommInitRank; the spy looks as NCCL is called."""
+    import threading
+
+    import cupy
+    from cupy.cuda import nccl
+
+    from tasks.comm import Mesh, open_endpoint
+    from tasks.comm_nccl import NcclCommunicator
+
+    def destroying() -> bool:
+        return any(t.name == "nccl-destroy" and t.is_alive() for t in threading.enumerate())
+
+    made, overlapped = nccl.NcclCommunicator, []
+
+    def spy(*args):
+        overlapped.append(destroying())
+        return made(*args)
+
+    monkeypatch.setattr(nccl, "NcclCommunicator", spy)
+
+    def one_rank() -> NcclCommunicator:
+        token = uuid.uuid4().hex
+        endpoint = open_endpoint(token, 0, 1, "127.0.0.1")
+        return NcclCommunicator(nccl.get_unique_id(), 0, 1, Mesh.connect(token, 0, [endpoint], 60.0))
+
+    for _ in range(3):
+        comm = one_rank()
+        assert int(comm.allreduce(cupy.arange(5)).sum()) == 10
+        comm.close()
+    assert overlapped == [False, False, False]
