@@ -526,8 +526,9 @@ def _refuse_blurred_decimals(unit: _Unit, text: pa.ChunkedArray, weight: np.ndar
     for row, value in zip(long_rows, values):
         if Decimal(value) != Decimal(repr(float(weight[row]))):
             raise InputError(f"{unit.file}: weight column {name!r} holds {value} at row {unit.file_row + int(row)}, "
-                             "which float64 cannot tell from its neighbours (more significant digits than its 15-17); "
-                             "round the weights to 15 significant digits")
+                             "which float64 cannot tell apart from nearby decimals (more significant digits than "
+                             "it holds), so two weights could tie; round the weights to 15 significant digits, or "
+                             "store them as float64 if they were made from floating-point numbers")
 
 
 def _significant_digits(text: pa.ChunkedArray) -> pa.ChunkedArray:
