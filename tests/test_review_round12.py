@@ -5,7 +5,7 @@ repositories; the count against Python's Decimal."""
 import os
 import subprocess
 import sys
-from decimal import Decimal
+from decimal import Context, Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -87,7 +87,8 @@ def long_decimals(draw):
     scale = draw(st.integers(0, precision))
     zeros = draw(st.integers(0, precision - 1))
     unscaled = draw(st.integers(0, 10 ** (precision - zeros) - 1)) * 10 ** zeros
-    value = Decimal(draw(st.sampled_from([1, -1])) * unscaled).scaleb(-scale)
+    # scaled exactly: the default context would round to 28 digits (999...9 becoming 1E+30)
+    value = Decimal(draw(st.sampled_from([1, -1])) * unscaled).scaleb(-scale, context=Context(prec=100))
     return (pa.decimal256 if wide else pa.decimal128)(precision, scale), value
 
 
