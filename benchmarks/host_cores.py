@@ -7,8 +7,9 @@ Writes the graph as ``--parts`` Snappy files (untimed), then runs the pipeline w
 or Dask (benchmarks.orchestration.bare_pipeline) in a fresh process pinned with ``taskset`` to
 all cores, to the lower half and to the upper half; each process makes one untimed run, then
 times one. The reader and the writer size their thread pools by the process's CPU affinity, so a
-pinned process reads with the cores a Dask worker pinned to part of the host would have (as
-dask-cuda pins each GPU's worker near its GPU). One record per pinning.
+pinned process reads with as many cores as a Dask worker given half of the host would have
+(dask-cuda pins each GPU's worker to the cores near its GPU; the halves here are by CPU number,
+which may not be the host's NUMA split). One record per pinning.
 """
 from __future__ import annotations
 
@@ -62,7 +63,8 @@ def main(argv=None) -> int:
             "input_files": args.parts, "input_compression": "snappy", "machine": machine(backend),
             "date": datetime.date.today().isoformat(), "command": command, "code": code_version()}
     records = []
-    for name, chosen in (("all", cores), ("lower half", cores[:half]), ("upper half", cores[half:])):
+    pinnings = [("all", cores)] + ([("lower half", cores[:half]), ("upper half", cores[half:])] if half else [])
+    for name, chosen in pinnings:
         output = work / f"out-{name.replace(' ', '-')}"
         done = subprocess.run(["taskset", "-c", ",".join(map(str, chosen)), sys.executable, "-m",
                                "benchmarks.host_cores", "--pinned-run", path, source, str(output), backend],
