@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from kernels import backend as be
-from tasks import artifacts
+from tasks import artifacts, settings
 
 RUNNERS = ("auto", "dask", "threads")
 
@@ -49,7 +49,7 @@ DASK_MIN_EDGES = 16_000_000
 
 
 def dask_min_edges() -> int:
-    return int(os.environ.get("GRAPH_DASK_MIN_EDGES") or DASK_MIN_EDGES)
+    return settings.whole_number("GRAPH_DASK_MIN_EDGES", DASK_MIN_EDGES)
 
 
 def local_cluster(**kwargs):
@@ -101,7 +101,7 @@ def _gpu_cluster(env: dict, **kwargs):
 
 def cpu_workers() -> int:
     """Workers of a CPU cluster of this machine: GRAPH_DASK_WORKERS, else min(4, cores)."""
-    return int(os.environ.get("GRAPH_DASK_WORKERS") or min(4, os.cpu_count() or 1))
+    return settings.whole_number("GRAPH_DASK_WORKERS", min(4, os.cpu_count() or 1))
 
 
 def _api_url() -> str:

@@ -1,0 +1,92 @@
+"""README.md's promises, checked against what the commands and flows do on the CPU: the settings
+read from the environment, the runner `auto` picks, when the task runner is chosen, what a
+partitioned run's page shows, the order of the distance rows, and what a run into a folder
+that holds another flow's results leaves there. Each test quotes the sentence it holds to."""
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from flows import bfs as bfs_cli
+from flows import mst as mst_cli
+from flows import pipeline as pipeline_cli
+from flows.mst import mst_flow
+from flows.runners import edge_count, resolve_auto
+from tests.conftest import ROOT, SEED_EDGES
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+def run(main, argv, capsys):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def seed(path: Path) -> Path:
+    src, dst, weight = zip(*SEED_EDGES)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"src": list(src), "dst": list(dst), "weight": [float(w) for w in weight]}), path)
+    return path
+
+
+def artifacts_of(flow_run_id) -> list[dict]:
+    request = urllib.request.Request(
+        f"{os.environ['PREFECT_API_URL']}/artifacts/filter", method="POST",
+        data=json.dumps({"artifacts": {"flow_run_id": {"any_": [str(flow_run_id)]}}}).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return sorted(json.loads(response.read()), key=lambda a: a["created"])
+
+
+# Settings from the environment
+
+
+@pytest.mark.parametrize("name, value", [
+    ("GRAPH_BACKEND", "gpu"),
+    ("GRAPH_DASK_MIN_EDGES", "10M"),
+    ("GRAPH_DASK_WORKERS", "two"),
+    ("GRAPH_DASK_WORKERS", "0"),
+    ("GRAPH_PROGRESS_MIN_EDGES", "1e6"),
+    ("GRAPH_FLOW_TIMEOUT_SECONDS", "6h"),
+    ("GRAPH_FLOW_TIMEOUT_SECONDS", "0"),
+    ("GRAPH_COMM_TIMEOUT", "15m"),
+], ids=["backend", "dask-min-edges", "dask-workers", "no-dask-workers", "progress-min-edges", "flow-timeout",
+        "zero-flow-timeout", "comm-timeout"])
+def test_a_bad_setting_in_the_environment_is_one_line_naming_it(tmp_path, capsys, monkeypatch, name, value):
+    """README: "On any failure, a wrong argument included, one line `error: ...` on stderr and
+    exit 1", and every bad argument "gets one line naming the ... argument". The GRAPH_*
+    variables are the arguments' defaults (`--backend`, else `$GRAPH_BACKEND`; "`GRAPH_DASK_MIN_EDGES`
+    moves the threshold"; "`GRAPH_PROGRESS_MIN_EDGES` changes that"). A value that is not a
+    number gave `error: invalid literal for int() with base 10: '10M'`, naming no variable, or
+    (GRAPH_DASK_WORKERS, GRAPH_COMM_TIMEOUT) passed unchecked until a Dask run read it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(name, value)
+    code, out, err = run(mst_cli.main, [seed(tmp_path / "g.parquet"), "--output", tmp_path / "out"], capsys)
+    assert code == 1 and out == "", err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {name}={value}: "), err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_bad_setting_fails_a_run_from_python_naming_it_and_an_empty_one_is_the_default(tmp_path, monkeypatch):
+    """README: "`GRAPH_PROGRESS_MIN_EDGES` changes that" (the size from which progress bars are
+    published). A run from Python or a deployment reads the variable in its task: a value that
+    is not a number failed the run with `invalid literal for int()`; set but empty (`VAR=` in
+    a job's environment) it failed too, while every other GRAPH_* variable left empty means its
+    default."""
+    graph = seed(tmp_path / "g.parquet")
+    monkeypatch.setenv("GRAPH_PROGRESS_MIN_EDGES", "1e6")
+    state = mst_flow(str(graph), output=str(tmp_path / "out"), return_state=True)
+    assert state.is_failed() and "GRAPH_PROGRESS_MIN_EDGES=1e6" in state.message, state.message
+    assert not (tmp_path / "out").exists()
+    monkeypatch.setenv("GRAPH_PROGRESS_MIN_EDGES", "")
+    state = mst_flow(str(graph), output=str(tmp_path / "out"), return_state=True)
+    assert state.is_completed(), state.message
+
