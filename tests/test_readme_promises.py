@@ -90,3 +90,21 @@ def test_a_bad_setting_fails_a_run_from_python_naming_it_and_an_empty_one_is_the
     state = mst_flow(str(graph), output=str(tmp_path / "out"), return_state=True)
     assert state.is_completed(), state.message
 
+# Where the tasks run
+
+
+def test_auto_counts_the_edges_of_a_dataset_that_holds_other_files(tmp_path, monkeypatch):
+    """README: "`--runner auto` (the default): threads below 16,000,000 input edges (read from
+    the Parquet footers before the run), Dask above", and "Other files (a README, notes) are not
+    Parquet, so not data: they are skipped". The count was pyarrow.dataset's, which fails on a
+    README beside the parts: the count was then unknown and `auto` ran threads whatever the
+    graph's size."""
+    data = tmp_path / "data"
+    for k in range(3):
+        seed(data / f"part-{k}.parquet")
+    (data / "README.md").write_text("nightly export of the edges\n")
+    assert edge_count(str(data)) == 3 * len(SEED_EDGES)
+    monkeypatch.setenv("GRAPH_DASK_MIN_EDGES", str(3 * len(SEED_EDGES)))
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
+    monkeypatch.setenv("GRAPH_BACKEND", "numpy")
+    assert resolve_auto("auto", str(data)) == "dask"
