@@ -26,7 +26,7 @@ from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName,
     finish, partition_count, run_paths, source_plan,
 )
-from flows.runners import task_runner
+from flows.runners import ChosenAtRunStart
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, validate_bfs, write_results,
@@ -34,7 +34,7 @@ from tasks.graph_tasks import (
 from tasks.partitioned import partitioned_run
 
 
-@flow(name="bfs", flow_run_name=RunName("bfs"), task_runner=task_runner(), log_prints=True,
+@flow(name="bfs", flow_run_name=RunName("bfs"), task_runner=ChosenAtRunStart(), log_prints=True,
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
              output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,

@@ -126,7 +126,11 @@ def task_runner(kind: str | None = None, address: str | None = None):
     threads."""
     if address:
         return _dask_runner(address=address)
-    kind = kind or os.environ.get("GRAPH_TASK_RUNNER") or ("dask" if os.environ.get("GRAPH_DASK_ADDRESS") else "threads")
+    if not kind and os.environ.get("GRAPH_TASK_RUNNER", "").strip():
+        kind = os.environ["GRAPH_TASK_RUNNER"].strip()
+        if kind not in RUNNERS:
+            raise ValueError(f"GRAPH_TASK_RUNNER={kind}: choose {', '.join(RUNNERS)}")
+    kind = kind or ("dask" if os.environ.get("GRAPH_DASK_ADDRESS") else "threads")
     if kind not in RUNNERS:
         raise ValueError(f"unknown task runner {kind!r} (choose from {', '.join(RUNNERS)})")
     if kind != "dask":
@@ -153,6 +157,31 @@ class ThreadsTaskRunner(ThreadPoolTaskRunner):
     def __exit__(self, *exc_info) -> None:
         super().__exit__(*exc_info)
         artifacts.wait_until_published()
+
+
+class ChosenAtRunStart(ThreadsTaskRunner):
+    """The flows' own task runner: task_runner() as the environment says when a run starts, not
+    when the flow's module was imported. Prefect enters a duplicate of a flow's task runner for
+    each run, so the choice is made there: a script or notebook that sets GRAPH_TASK_RUNNER
+    after its imports gets what it set, and a bad value fails the run, not the import."""
+
+    def duplicate(self):
+        try:
+            return task_runner()
+        except ValueError as exc:  # raised here it would escape the run and leave it Running
+            return _Refused(exc)
+
+
+class _Refused(ThreadsTaskRunner):
+    """The runner of a run whose environment names a runner that does not exist: its first task
+    fails with that error, so the run ends Failed with it as its message."""
+
+    def __init__(self, error: ValueError):
+        super().__init__()
+        self.error = error
+
+    def submit(self, *args, **kwargs):
+        raise self.error
 
 
 def uses_dask(runner) -> bool:

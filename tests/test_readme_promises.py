@@ -108,3 +108,20 @@ def test_auto_counts_the_edges_of_a_dataset_that_holds_other_files(tmp_path, mon
     monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
     monkeypatch.setenv("GRAPH_BACKEND", "numpy")
     assert resolve_auto("auto", str(data)) == "dask"
+
+
+def test_the_task_runner_is_chosen_when_a_run_starts(tmp_path, monkeypatch):
+    """README: "the task runner is chosen when a run starts, never at import, so every flow
+    imports on any machine", and "The default otherwise: `$GRAPH_TASK_RUNNER`". The flows took
+    their default runner from the environment at import: a notebook that set
+    GRAPH_TASK_RUNNER=dask after `import flows.pipeline` ran in threads, and a bad value made
+    the import itself fail."""
+    imported = subprocess.run([sys.executable, "-c", "import flows.mst, flows.bfs, flows.pipeline"], cwd=ROOT,
+                              env={**os.environ, "GRAPH_TASK_RUNNER": "processes"}, capture_output=True, text=True,
+                              timeout=120)
+    assert imported.returncode == 0, imported.stderr
+    monkeypatch.setenv("GRAPH_TASK_RUNNER", "processes")  # after the import: the run reads it
+    state = mst_flow(str(seed(tmp_path / "g.parquet")), output=str(tmp_path / "out"), return_state=True)
+    assert state.is_failed() and "GRAPH_TASK_RUNNER=processes" in state.message, state.message
+    assert not (tmp_path / "out").exists()
+
