@@ -125,3 +125,32 @@ def test_the_task_runner_is_chosen_when_a_run_starts(tmp_path, monkeypatch):
     assert state.is_failed() and "GRAPH_TASK_RUNNER=processes" in state.message, state.message
     assert not (tmp_path / "out").exists()
 
+# What a run shows in the Prefect UI
+
+
+def levels_table(markdown: str) -> list[tuple[str, int]]:
+    """(levels, frontier) of each row of a bfs-levels table."""
+    rows = [line.split("|")[1:-1] for line in markdown.splitlines() if line.startswith("| ") and "---" not in line]
+    return [(cells[0].strip(), int(cells[2].strip().replace(",", ""))) for cells in rows[1:]]
+
+
+def test_a_partitioned_run_publishes_each_searchs_levels(tmp_path, monkeypatch):
+    """README: "Then, per task: `bfs-levels` (level, direction, frontier size and seconds per
+    level ...)", "With `--source-set`, BFS keys end in the set's number", and the log has "one
+    line per stage with its counts and seconds, e.g. `BFS source set 0: 6 levels: ...`". A
+    partitioned run published only its summary and validation reports: its searches' levels,
+    which every rank records, reached neither the page nor the log."""
+    from flows.pipeline import pipeline_flow
+
+    monkeypatch.setenv("GRAPH_BACKEND", "numpy")
+    graph = str(seed(tmp_path / "g.parquet"))
+    sets = [["0"], ["5", "1"]]
+    tables = {}
+    for partitions in (1, 2):
+        state = pipeline_flow(graph, source_sets=sets, output=str(tmp_path / f"out{partitions}"),
+                              partitions=partitions, return_state=True)
+        assert state.is_completed(), state.message
+        found = {a["key"]: a["data"] for a in artifacts_of(state.state_details.flow_run_id)}
+        tables[partitions] = {k: levels_table(found[f"bfs-levels-source-set-{k}"]) for k in range(len(sets))}
+    # the frontier of each level is the same set of vertices however the graph is split
+    assert tables[2] == tables[1] and all(tables[1].values()), tables
