@@ -5,9 +5,10 @@
 
 Writes DIR/bfs_distances.parquet (with --source-set: DIR/source-set-K/bfs_distances.parquet per
 set): vertex, distance (null = unreached), predecessor (null for sources and unreached
-vertices), one row per vertex of the graph, in ascending vertex order. With --partitions N
-(N > 1) the graph is split over N Dask workers, and the rows come in partition order instead
-(each partition's vertices ascending); with --output-layout dataset each result is a directory
+vertices), one row per vertex of the graph: integer ids ascending, string ids in the order they
+first appear (down the src column, then down dst). With --partitions N (N > 1) the graph is
+split over N Dask workers, and the rows come in partition order instead (each partition's
+vertices ascending); with --output-layout dataset each result is a directory
 of one part per partition.
 """
 from __future__ import annotations

@@ -90,6 +90,7 @@ def test_a_bad_setting_fails_a_run_from_python_naming_it_and_an_empty_one_is_the
     state = mst_flow(str(graph), output=str(tmp_path / "out"), return_state=True)
     assert state.is_completed(), state.message
 
+
 # Where the tasks run
 
 
@@ -125,6 +126,31 @@ def test_the_task_runner_is_chosen_when_a_run_starts(tmp_path, monkeypatch):
     assert state.is_failed() and "GRAPH_TASK_RUNNER=processes" in state.message, state.message
     assert not (tmp_path / "out").exists()
 
+
+# Outputs
+
+
+def test_distance_rows_come_in_the_documented_order(tmp_path, capsys):
+    """README: "every vertex once, integer ids in ascending order, string ids in the order they
+    first appear (down the `src` column, then down `dst`)". A job that joins the distances to
+    another table by position relies on it; flows/bfs.py said "ascending vertex order" of
+    string ids too, which they never were."""
+    pq.write_table(pa.table({"src": pa.array([7, -3, 2**40], pa.int64()), "dst": pa.array([0, 7, -9], pa.int64())}),
+                   tmp_path / "ints.parquet")
+    code, _, err = run(bfs_cli.main, [tmp_path / "ints.parquet", "--source", "7", "--output", tmp_path / "i"], capsys)
+    assert code == 0, err
+    assert pq.read_table(tmp_path / "i" / "bfs_distances.parquet")["vertex"].to_pylist() == [-9, -3, 0, 7, 2**40]
+    data = tmp_path / "names"
+    data.mkdir()
+    dictionary = pa.DictionaryArray.from_arrays(pa.array([1, 0, 1], pa.int32()), pa.array(["q", "p"]))
+    pq.write_table(pa.table({"src": dictionary, "dst": pa.array(["z", "p", "y"]).dictionary_encode()}),
+                   data / "a.parquet")
+    pq.write_table(pa.table({"src": ["m", "q"], "dst": ["b", "a"]}), data / "b.parquet")
+    code, _, err = run(bfs_cli.main, [data, "--source", "p", "--output", tmp_path / "s"], capsys)
+    assert code == 0, err
+    assert pq.read_table(tmp_path / "s" / "bfs_distances.parquet")["vertex"].to_pylist() == list("pqmzyba")
+
+
 # What a run shows in the Prefect UI
 
 
@@ -154,3 +180,18 @@ def test_a_partitioned_run_publishes_each_searchs_levels(tmp_path, monkeypatch):
         tables[partitions] = {k: levels_table(found[f"bfs-levels-source-set-{k}"]) for k in range(len(sets))}
     # the frontier of each level is the same set of vertices however the graph is split
     assert tables[2] == tables[1] and all(tables[1].values()), tables
+
+
+def test_an_mst_run_after_a_pipeline_run_leaves_its_distances(tmp_path, capsys):
+    """README: "A run replaces only what it computes: `mst_edges.parquet` stays when a BFS-only
+    run follows a pipeline run, the BFS results stay when an `mst` run follows"."""
+    graph, out = seed(tmp_path / "g.parquet"), tmp_path / "out"
+    code, _, err = run(pipeline_cli.main, [graph, "--source", "0", "--output", out], capsys)
+    assert code == 0, err
+    distances = pq.read_table(out / "bfs_distances.parquet")
+    pq.write_table(pa.table({"src": [0, 1], "dst": [1, 2], "weight": [5.0, 6.0]}), tmp_path / "other.parquet")
+    code, _, err = run(mst_cli.main, [tmp_path / "other.parquet", "--output", out], capsys)
+    assert code == 0, err
+    assert sorted(os.listdir(out)) == ["bfs_distances.parquet", "mst_edges.parquet"]
+    assert pq.read_table(out / "bfs_distances.parquet").equals(distances)
+    assert pq.read_table(out / "mst_edges.parquet")["weight"].to_pylist() == [5.0, 6.0]
