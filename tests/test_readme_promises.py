@@ -91,6 +91,39 @@ def test_a_bad_setting_fails_a_run_from_python_naming_it_and_an_empty_one_is_the
     assert state.is_completed(), state.message
 
 
+# Input datasets
+
+
+@pytest.mark.parametrize("marker, expected", [
+    ({"_temporary/0/task_1/part-00001.parquet": True}, "_temporary: a Spark/Hadoop write that did not finish"),
+    ({"_delta_log/00000000000000000000.json": False}, "is a Delta Lake table (_delta_log/)"),
+    ({"metadata/v1.metadata.json": False}, "is an Apache Iceberg table (metadata/*.metadata.json)"),
+], ids=["unfinished-spark-write", "delta-lake", "iceberg"])
+def test_a_table_format_or_unfinished_write_below_the_dataset_is_refused(tmp_path, capsys, marker, expected):
+    """README, refused with one line naming the path: "a Delta Lake (`_delta_log/`) or Iceberg
+    (`metadata/*.metadata.json`) table, whose folders also hold files of older versions; a
+    `_temporary/` folder without `_SUCCESS` beside it (a Spark/Hadoop write that did not
+    finish)". Only the dataset's own folder was looked at: one day's folder of a dataset of
+    daily Spark outputs (`edges/day=2/`, still being written), or a Delta table below the
+    folder given, was read silently, older versions' files and half a write included."""
+    data = tmp_path / "edges"
+    seed(data / "day=1" / "part-00000.parquet")
+    (data / "day=1" / "_SUCCESS").write_text("")
+    table = data / "day=2"
+    seed(table / "part-00000.parquet")
+    for name, parquet in marker.items():
+        if parquet:
+            seed(table / name)
+        else:
+            (table / name).parent.mkdir(parents=True, exist_ok=True)
+            (table / name).write_text("{}")
+    code, out, err = run(mst_cli.main, [data, "--output", tmp_path / "out"], capsys)
+    lines = err.strip().splitlines()
+    assert code == 1 and out == "" and len(lines) == 1, err
+    assert lines[0].startswith(f"error: {table}") and expected in lines[0], err
+    assert not (tmp_path / "out").exists()
+
+
 # Where the tasks run
 
 
