@@ -5,9 +5,10 @@
 
 Writes DIR/bfs_distances.parquet (with --source-set: DIR/source-set-K/bfs_distances.parquet per
 set): vertex, distance (null = unreached), predecessor (null for sources and unreached
-vertices), one row per vertex of the graph, in ascending vertex order. With --partitions N
-(N > 1) the graph is split over N Dask workers, and the rows come in partition order instead
-(each partition's vertices ascending); with --output-layout dataset each result is a directory
+vertices), one row per vertex of the graph: integer ids ascending, string ids in the order they
+first appear (down the src column, then down dst). With --partitions N (N > 1) the graph is
+split over N Dask workers, and the rows come in partition order instead (each partition's
+vertices ascending); with --output-layout dataset each result is a directory
 of one part per partition.
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName,
     finish, partition_count, run_paths, source_plan,
 )
-from flows.runners import task_runner
+from flows.runners import ChosenAtRunStart
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, validate_bfs, write_results,
@@ -34,7 +35,7 @@ from tasks.graph_tasks import (
 from tasks.partitioned import partitioned_run
 
 
-@flow(name="bfs", flow_run_name=RunName("bfs"), task_runner=task_runner(), log_prints=True,
+@flow(name="bfs", flow_run_name=RunName("bfs"), task_runner=ChosenAtRunStart(), log_prints=True,
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
              output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,

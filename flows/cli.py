@@ -24,6 +24,8 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+from tasks import settings  # os only, like this module: nothing heavy before the checks
+
 DESCRIPTIONS = {
     "mst": "Minimum spanning forest of a Parquet edge list, written to OUTPUT/mst_edges.parquet.",
     "bfs": "Breadth-first search distances from one or more sources of a Parquet edge list, written "
@@ -212,6 +214,13 @@ def check(args: argparse.Namespace) -> str:
             args.partitions = _partitions(setting)
         except argparse.ArgumentTypeError:
             raise UsageError(f"GRAPH_PARTITIONS={setting}: choose a whole number >= 1 or auto") from None
+    backend = os.environ.get("GRAPH_BACKEND", "").strip()
+    if args.backend is None and backend and backend.lower() not in ("auto", "numpy", "cupy"):
+        raise UsageError(f"GRAPH_BACKEND={backend}: choose auto, numpy or cupy")
+    try:  # the numeric settings, each named where it is wrong
+        settings.check_environment()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if args.partitions != "auto" and args.partitions > 1:
         return "dask"  # one partition per Dask worker: the ranks run there
     kind = args.runner or os.environ.get("GRAPH_TASK_RUNNER")

@@ -16,7 +16,7 @@ from prefect.futures import PrefectFuture
 from pydantic import Field
 
 from flows.cli import describe
-from tasks import stopping
+from tasks import settings, stopping
 from tasks.errors import InputError
 from tasks.graph_tasks import publish_failure, publish_summary
 from tasks.partitioned import decide_partitions
@@ -32,7 +32,7 @@ OutputLayout = Literal["file", "dataset"]  # tasks.partitioned_io.LAYOUTS
 # A run that takes longer than this fails with a timeout instead of holding its work pool slot
 # (a hung network mount, a runaway input): far above the largest graph measured (Kron-24
 # pipeline on an H200: 26 s; on 2 CPU cores Kron-20: 17 s).
-FLOW_TIMEOUT_SECONDS = float(os.environ.get("GRAPH_FLOW_TIMEOUT_SECONDS") or 6 * 3600)
+FLOW_TIMEOUT_SECONDS = settings.seconds("GRAPH_FLOW_TIMEOUT_SECONDS", 6 * 3600)
 
 # Tags every run carries (deployments add their own in prefect.yaml).
 TAGS = ("graph",)

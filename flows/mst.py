@@ -22,7 +22,7 @@ from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, OutputLayout, Partitions, RunName, finish,
     partition_count, run_paths,
 )
-from flows.runners import task_runner
+from flows.runners import ChosenAtRunStart
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     load_edges, spanning_forest, validate_forest, write_results,
@@ -30,7 +30,7 @@ from tasks.graph_tasks import (
 from tasks.partitioned import partitioned_run
 
 
-@flow(name="mst", flow_run_name=RunName("mst"), task_runner=task_runner(), log_prints=True,
+@flow(name="mst", flow_run_name=RunName("mst"), task_runner=ChosenAtRunStart(), log_prints=True,
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_col: str = "dst",
              weight_col: str = "weight", backend: Backend | None = None,

@@ -22,7 +22,7 @@ from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName,
     finish, partition_count, run_paths, source_plan,
 )
-from flows.runners import task_runner
+from flows.runners import ChosenAtRunStart
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, spanning_forest, validate_bfs, validate_forest, write_results,
@@ -30,7 +30,7 @@ from tasks.graph_tasks import (
 from tasks.partitioned import partitioned_run
 
 
-@flow(name="pipeline", flow_run_name=RunName("pipeline"), task_runner=task_runner(), log_prints=True,
+@flow(name="pipeline", flow_run_name=RunName("pipeline"), task_runner=ChosenAtRunStart(), log_prints=True,
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
                   output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,

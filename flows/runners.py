@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from kernels import backend as be
-from tasks import artifacts
+from tasks import artifacts, settings
 
 RUNNERS = ("auto", "dask", "threads")
 
@@ -49,7 +49,7 @@ DASK_MIN_EDGES = 16_000_000
 
 
 def dask_min_edges() -> int:
-    return int(os.environ.get("GRAPH_DASK_MIN_EDGES") or DASK_MIN_EDGES)
+    return settings.whole_number("GRAPH_DASK_MIN_EDGES", DASK_MIN_EDGES)
 
 
 def local_cluster(**kwargs):
@@ -101,7 +101,7 @@ def _gpu_cluster(env: dict, **kwargs):
 
 def cpu_workers() -> int:
     """Workers of a CPU cluster of this machine: GRAPH_DASK_WORKERS, else min(4, cores)."""
-    return int(os.environ.get("GRAPH_DASK_WORKERS") or min(4, os.cpu_count() or 1))
+    return settings.whole_number("GRAPH_DASK_WORKERS", min(4, os.cpu_count() or 1))
 
 
 def _api_url() -> str:
@@ -126,7 +126,11 @@ def task_runner(kind: str | None = None, address: str | None = None):
     threads."""
     if address:
         return _dask_runner(address=address)
-    kind = kind or os.environ.get("GRAPH_TASK_RUNNER") or ("dask" if os.environ.get("GRAPH_DASK_ADDRESS") else "threads")
+    if not kind and os.environ.get("GRAPH_TASK_RUNNER", "").strip():
+        kind = os.environ["GRAPH_TASK_RUNNER"].strip()
+        if kind not in RUNNERS:
+            raise ValueError(f"GRAPH_TASK_RUNNER={kind}: choose {', '.join(RUNNERS)}")
+    kind = kind or ("dask" if os.environ.get("GRAPH_DASK_ADDRESS") else "threads")
     if kind not in RUNNERS:
         raise ValueError(f"unknown task runner {kind!r} (choose from {', '.join(RUNNERS)})")
     if kind != "dask":
@@ -155,6 +159,31 @@ class ThreadsTaskRunner(ThreadPoolTaskRunner):
         artifacts.wait_until_published()
 
 
+class ChosenAtRunStart(ThreadsTaskRunner):
+    """The flows' own task runner: task_runner() as the environment says when a run starts, not
+    when the flow's module was imported. Prefect enters a duplicate of a flow's task runner for
+    each run, so the choice is made there: a script or notebook that sets GRAPH_TASK_RUNNER
+    after its imports gets what it set, and a bad value fails the run, not the import."""
+
+    def duplicate(self):
+        try:
+            return task_runner()
+        except ValueError as exc:  # raised here it would escape the run and leave it Running
+            return _Refused(exc)
+
+
+class _Refused(ThreadsTaskRunner):
+    """The runner of a run whose environment names a runner that does not exist: its first task
+    fails with that error, so the run ends Failed with it as its message."""
+
+    def __init__(self, error: ValueError):
+        super().__init__()
+        self.error = error
+
+    def submit(self, *args, **kwargs):
+        raise self.error
+
+
 def uses_dask(runner) -> bool:
     return not isinstance(runner, ThreadPoolTaskRunner)
 
@@ -176,11 +205,15 @@ def cluster_started_early(runner):
 
 def edge_count(path: str) -> int | None:
     """Input rows according to the Parquet footers (no data is read), or None when they cannot
-    be read: the load task then reports what is wrong with the input."""
-    import pyarrow.dataset as ds
+    be read: the load task then reports what is wrong with the input. The files are those the
+    load reads (tasks.edges_io.dataset_files): pyarrow.dataset would take a README beside the
+    parts for one and fail, and the count of a large graph would be unknown."""
+    import pyarrow.parquet as pq
+
+    from tasks.edges_io import dataset_files
 
     try:
-        return ds.dataset(path, format="parquet").count_rows()
+        return sum(pq.read_metadata(f).num_rows for f in dataset_files(path)[0])
     except Exception:  # any unreadable input: the load task names the problem
         return None
 

@@ -31,13 +31,16 @@ def cupy_usable() -> bool:
 
 def resolve(name: str | None = None) -> str:
     """Name of the backend to use: 'numpy' or 'cupy'."""
-    name = (name or os.environ.get(ENV_VAR) or "auto").strip().lower()
+    given = name or os.environ.get(ENV_VAR, "").strip()
+    # a name from the environment is named with its variable: the run's parameters do not show it
+    where = f"{ENV_VAR}={given}: " if given and not name else ""
+    name = (given or "auto").strip().lower()
     if name == "auto":
         return "cupy" if cupy_usable() else "numpy"
     if name not in BACKENDS:
-        raise BackendUnavailable(f"unknown backend {name!r}: choose numpy, cupy or auto")
+        raise BackendUnavailable(f"{where}unknown backend {given!r}: choose numpy, cupy or auto")
     if name == "cupy" and not cupy_usable():
-        raise BackendUnavailable("backend 'cupy' requested but no usable CUDA device/CuPy install was found")
+        raise BackendUnavailable(f"{where}backend 'cupy' requested but no usable CUDA device/CuPy install was found")
     return name
 
 

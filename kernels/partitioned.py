@@ -80,6 +80,7 @@ class PartitionedBFS:
     levels: int
     steps: list = field(default_factory=list)
     level_times: list = field(default_factory=list)  # each level's wall time on this rank, exchanges included
+    frontiers: list = field(default_factory=list)  # each level's frontier found, vertices of every rank
 
 
 @dataclass
@@ -273,13 +274,15 @@ def bfs_partitioned(comm, g: LocalGraph, sources, depth_limit: int | None = None
         rank_search = RankSearch(own.n, own.lo, own.owned, own.bounds)
     arcs = _out_arcs(g, mine)  # the frontier's out-arcs on this rank
     unvisited_arcs = int(g.out.nnz) - arcs
-    frontier, level, steps, seconds, bottom_up = mine, 0, [], [], False
+    frontier, level, steps, seconds, frontiers, bottom_up = mine, 0, [], [], [], False
     started = time.perf_counter()
     while True:
         stats = comm.allreduce(xp.asarray([frontier.shape[0], arcs, unvisited_arcs], dtype=np.int64), "sum")
         size, frontier_arcs, unvisited = (int(s) for s in to_host(stats))
-        if on_level is not None and level:
-            on_level(level, size)
+        if level:
+            frontiers.append(size)
+            if on_level is not None:
+                on_level(level, size)
         if size == 0 or (depth_limit is not None and level >= depth_limit):
             break
         if not bottom_up and frontier_arcs > unvisited / ALPHA:
@@ -293,7 +296,7 @@ def bfs_partitioned(comm, g: LocalGraph, sources, depth_limit: int | None = None
         unvisited_arcs -= arcs
         seconds.append(time.perf_counter() - started)
         started = time.perf_counter()
-    return PartitionedBFS(distance, predecessor, level, steps, [round(t, 6) for t in seconds])
+    return PartitionedBFS(distance, predecessor, level, steps, [round(t, 6) for t in seconds], frontiers)
 
 
 def msf_partitioned(comm, src, dst, weight, n: int, row_offset: int) -> PartitionedForest:

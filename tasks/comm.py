@@ -16,7 +16,6 @@ two collectives while another waits).
 """
 from __future__ import annotations
 
-import os
 import selectors
 import socket
 import struct
@@ -24,6 +23,8 @@ import threading
 import time
 
 import numpy as np
+
+from tasks import settings
 
 DEFAULT_TIMEOUT = 900.0
 CONNECT_TIMEOUT = 60.0
@@ -45,7 +46,7 @@ class CommTimeout(CommError):
 
 
 def comm_timeout() -> float:
-    return float(os.environ.get("GRAPH_COMM_TIMEOUT") or DEFAULT_TIMEOUT)
+    return settings.seconds("GRAPH_COMM_TIMEOUT", DEFAULT_TIMEOUT)
 
 
 _endpoints: dict[tuple[str, int], tuple[socket.socket, float]] = {}

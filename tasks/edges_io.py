@@ -124,7 +124,8 @@ def _looks_like_part(name: str) -> bool:
 
 def _refuse_table_formats(root: Path) -> None:
     """Folders whose Parquet files are not all current data: reading every part would mix in
-    deleted rows (table formats) or miss some (an unfinished Hadoop commit)."""
+    deleted rows (table formats) or miss some (an unfinished Hadoop commit). Asked of every
+    folder of the dataset: a folder of daily Spark outputs holds one write per day."""
     if (root / "_delta_log").is_dir():
         raise InputError(f"{root}: is a Delta Lake table (_delta_log/); its folder also holds files of "
                          "older versions: export the current version to Parquet first")
@@ -148,7 +149,6 @@ def dataset_files(path: str | os.PathLike) -> tuple[list[Path], list[Path]]:
         if problem:
             raise InputError(f"{root}: not a readable Parquet file ({problem})")
         return [root], []
-    _refuse_table_formats(root)
     files, skipped = [], []
     seen: set[tuple[int, int]] = set()  # (device, inode): a folder or file reached twice is read once
     folders = [(root, st)]
@@ -161,6 +161,8 @@ def dataset_files(path: str | os.PathLike) -> tuple[list[Path], list[Path]]:
             names = os.listdir(folder)
         except OSError as exc:
             raise InputError(f"{folder}: cannot list folder ({exc.strerror})") from None
+        if {"_delta_log", "metadata", "_temporary"} & set(names):
+            _refuse_table_formats(folder)
         for name in names:
             if name.startswith(SKIP_PREFIXES):
                 continue

@@ -39,7 +39,7 @@ from kernels.footprint import gpu_bytes
 from kernels.graph import EdgeList, Graph, build_graph, edge_list, renumber
 from kernels.msf import MSFResult, minimum_spanning_forest
 from kernels.verify import kruskal, verify_bfs, verify_forest
-from tasks import artifacts, stopping
+from tasks import artifacts, settings, stopping
 from tasks.edges_io import (
     DEFAULT_COMPRESSION, integer_vertex_id, publish_results, read_edges, vertex_names,
 )
@@ -143,7 +143,7 @@ class Progress:
 
     def __init__(self, key: str, edges: int, title: str):
         self.key, self.title, self.artifact = key, title, None
-        self.wanted = edges >= int(os.environ.get("GRAPH_PROGRESS_MIN_EDGES", 1_000_000))
+        self.wanted = edges >= settings.whole_number("GRAPH_PROGRESS_MIN_EDGES", 1_000_000)
         self.last = time.monotonic()
 
     def update(self, percent: float, description: str, final: bool = False) -> None:

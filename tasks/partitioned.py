@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from prefect import get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from kernels import backend as be
@@ -34,7 +35,10 @@ from tasks.edges_io import (
     COMPRESSIONS, DEFAULT_COMPRESSION, integer_vertex_id, prepare_output_dir, publishing, remove_earlier_bfs_results,
 )
 from tasks.errors import DeviceMemoryError, InputError
-from tasks.graph_tasks import KRUSKAL_LIMIT, _label, _publish_report, artifact_key, check_flow_run_going
+from tasks.graph_tasks import (
+    KRUSKAL_LIMIT, _label, _publish_report, artifact_key, bfs_levels_markdown, check_flow_run_going,
+    direction_summary,
+)
 from tasks.partitioned_io import (
     BFS_RESULT, FOREST_RESULT, LAYOUTS, InputPlan, check_integer_ids, plan_input, publish, remove_stale_staging,
     staging_name,
@@ -380,6 +384,18 @@ def partitioned_run(input: str, output: str, partitions=2, **options) -> dict:
                                       **options)
     validate_seconds = summary.get("validate_seconds", 0.0)
     keyed = options.get("source_sets") is not None
+    # each search's levels, as a one-partition run's search task publishes them (bfs-levels)
+    for k, frontiers in enumerate(summary.pop("frontiers", [])):
+        source_set = k if keyed else None
+        steps, times = summary["steps"][k], summary["level_times"][k]
+        rows = [(level + 1, frontiers[level], times[level]) for level in range(len(steps))]
+        label = _label(source_set)
+        artifacts.publish(create_markdown_artifact, key=artifact_key("bfs-levels", source_set),
+                          markdown=bfs_levels_markdown(f"{label}: levels", steps, rows, summary["vertices"]),
+                          description=f"{label}: direction, frontier size and seconds per level")
+        get_run_logger().info("%s: %s, reached %s of %s vertices in %.3f s (%d partitions)", label,
+                              direction_summary(steps), f"{summary['reached'][k]:,}", f"{summary['vertices']:,}",
+                              sum(times), summary["partitions"])
     for k, report in enumerate(summary.pop("bfs_validation", [])):
         source_set = k if keyed else None
         extra = {"sources": len(options["source_sets"][k]) if keyed else len(options["source"]),

@@ -191,7 +191,8 @@ class _Rank:
                                 sources=sum(len(s) for s in spec.source_sets),
                                 reached=[self._sum(int((r.distance >= 0).sum())) for _, r in searches],
                                 levels=[r.levels for _, r in searches], steps=[r.steps for _, r in searches],
-                                level_times=[r.level_times for _, r in searches])
+                                level_times=[r.level_times for _, r in searches],
+                                frontiers=[r.frontiers for _, r in searches])
             traversed = 0
             for _, r in searches:  # Graph500: input edges whose source end was reached
                 every, _ = comm.allgatherv(r.distance)
