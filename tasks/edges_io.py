@@ -807,7 +807,9 @@ def prepare_output_dir(output: str | os.PathLike) -> Path:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"{out}: cannot create output directory ({exc.strerror})") from None
-    if not os.access(out, os.W_OK | os.X_OK):
+    # (a run publishing into the same output may have removed the folder just made, a
+    # source-set-K folder it found empty: the write makes it again, see _write_temporary)
+    if not os.access(out, os.W_OK | os.X_OK) and out.is_dir():
         raise OutputError(f"{out}: output directory is not writable")
     return out
 
@@ -822,7 +824,11 @@ def remove_stale_temporaries(output: str | os.PathLike, ending: int | None = Non
     """Delete temporary result files in ``output`` left by dead processes of this host (and by
     process ``ending``, which is about to exit)."""
     removed = []
-    for path in Path(output).glob(".*~*~*~*.tmp"):
+    try:
+        found = list(Path(output).glob(".*~*~*~*.tmp"))
+    except FileNotFoundError:  # a source-set-K folder another run removed as empty meanwhile
+        return removed
+    for path in found:
         parts = path.name.split("~")
         if len(parts) != 4 or parts[1] != socket.gethostname() or not parts[2].isdigit():
             continue

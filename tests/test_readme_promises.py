@@ -1,7 +1,8 @@
 """README.md's promises, checked against what the commands and flows do on the CPU: the settings
-read from the environment, the runner `auto` picks, when the task runner is chosen, what a
-partitioned run's page shows, the order of the distance rows, and what a run into a folder
-that holds another flow's results leaves there. Each test quotes the sentence it holds to."""
+read from the environment, table formats and unfinished writes below a dataset's top folder,
+the runner `auto` picks, when the task runner is chosen, what a partitioned run's page shows,
+the order of the distance rows, and what a run into a folder that holds another flow's results
+leaves there. Each test quotes the sentence it holds to."""
 import json
 import os
 import subprocess
