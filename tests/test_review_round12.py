@@ -36,8 +36,10 @@ print(state.message)
 def run_from_a_removed_folder(tmp_path: Path, input: str, output: str) -> list[str]:
     folder = tmp_path / "removed"
     folder.mkdir()
+    # the checkout first, then what the environment already has (where Prefect may be installed)
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     done = subprocess.run([sys.executable, "-c", FROM_A_REMOVED_FOLDER, str(folder), input, output],
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+                          env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.splitlines()[-2:]
 
