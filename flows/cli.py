@@ -107,13 +107,11 @@ def _directory(text: str) -> str:
 
 
 def _partitions(text: str) -> int | str:
-    """``--partitions`` and $GRAPH_PARTITIONS: a whole number >= 1, or auto."""
+    """``--partitions`` and $GRAPH_PARTITIONS: a whole number >= 1 in ASCII digits (as
+    --depth-limit: `+2`, ` 2` or `1_6` are typos), or auto."""
     if text.strip().lower() == "auto":
         return "auto"
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
+    value = int(text) if text.isascii() and text.isdigit() else 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1 or auto, got {text!r}")
     return value

@@ -43,10 +43,13 @@ SAMPLE = str(ROOT / "data" / "graph.parquet")
     (mst_cli.main, [SAMPLE, "--partitions", "0"], "argument --partitions: expected a whole number >= 1 or auto, got '0'"),
     (mst_cli.main, [SAMPLE, "--partitions", "2.5"], "argument --partitions: expected a whole number >= 1 or auto, got '2.5'"),
     (mst_cli.main, [SAMPLE, "--partitions", "all"], "argument --partitions: expected a whole number >= 1 or auto, got 'all'"),
+    (mst_cli.main, [SAMPLE, "--partitions", "+2"], "argument --partitions: expected a whole number >= 1 or auto, got '+2'"),
+    (mst_cli.main, [SAMPLE, "--partitions", "1_6"], "argument --partitions: expected a whole number >= 1 or auto, got '1_6'"),
     (mst_cli.main, [SAMPLE, "--output-layout", "parts"], "argument --output-layout: invalid choice: 'parts'"),
 ], ids=["fractional-depth", "negative-depth", "signed-depth", "padded-depth", "misspelt-option", "abbreviated-option", "extra-positional",
         "no-input", "no-source", "source-and-source-set", "empty-id-in-a-set", "trailing-comma-in-a-set", "unknown-backend",
         "unknown-runner", "missing-input", "zero-partitions", "fractional-partitions", "unknown-partitions",
+        "signed-partitions", "underscored-partitions",
         "unknown-layout"])
 def test_argument_errors_are_one_line_and_exit_1(main, argv, expected, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # nothing may be written, not even output/
