@@ -11,8 +11,6 @@ split over N Dask workers, and the rows come in partition order instead (each pa
 vertices ascending); with --output-layout dataset each result is a directory
 of one part per partition.
 """
-from __future__ import annotations
-
 if __name__ == "__main__":  # the command line checks its arguments before Prefect is imported
     from flows.cli import run_command
 
@@ -25,7 +23,7 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName,
-    finish, partition_count, run_paths, source_plan,
+    VertexId, finish, partition_count, run_paths, source_plan,
 )
 from flows.runners import ChosenAtRunStart
 from tasks.edges_io import check_output_paths
@@ -37,7 +35,7 @@ from tasks.partitioned import partitioned_run
 
 @flow(name="bfs", flow_run_name=RunName("bfs"), task_runner=ChosenAtRunStart(), log_prints=True,
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
-def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
+def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list[list[VertexId]] | None = None,
              output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
              src_col: str = "src", dst_col: str = "dst", backend: Backend | None = None,
              compression: Compression = "snappy", partitions: Partitions = 1,

@@ -13,7 +13,7 @@ from typing import Annotated, Literal, Union
 from prefect import get_run_logger
 from prefect.context import FlowRunContext
 from prefect.futures import PrefectFuture
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from flows.cli import describe
 from tasks import settings, stopping
@@ -28,6 +28,9 @@ Compression = Literal["snappy", "zstd", "lz4", "gzip", "none"]  # tasks.edges_io
 DepthLimit = Annotated[int, Field(ge=0)]
 Partitions = Union[Annotated[int, Field(ge=1)], Literal["auto"]]
 OutputLayout = Literal["file", "dataset"]  # tasks.partitioned_io.LAYOUTS
+# A source vertex: an int (from Python, or a JSON number in a deployment's parameters) or its
+# text (the command line, the UI's form, string ids). Strict, so True is not taken for vertex 1.
+VertexId = Union[StrictInt, str]
 
 # A run that takes longer than this fails with a timeout instead of holding its work pool slot
 # (a hung network mount, a runaway input): far above the largest graph measured (Kron-24

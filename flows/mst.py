@@ -6,8 +6,6 @@ Writes DIR/mst_edges.parquet: src, dst, weight, one row per forest edge (the cho
 in input row order. With --partitions N (N > 1) the graph is split over N Dask workers; with
 --output-layout dataset the result is a directory of one part per partition.
 """
-from __future__ import annotations
-
 if __name__ == "__main__":  # the command line checks its arguments before Prefect is imported
     from flows.cli import run_command
 

@@ -6,8 +6,6 @@ Writes DIR/bfs_distances.parquet (or DIR/source-set-K/ per set) and DIR/mst_edge
 once every result is verified. With --partitions N (N > 1) the graph is split over N Dask
 workers (see flows/bfs.py and flows/mst.py for the rows' order and --output-layout).
 """
-from __future__ import annotations
-
 if __name__ == "__main__":  # the command line checks its arguments before Prefect is imported
     from flows.cli import run_command
 
@@ -20,7 +18,7 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName,
-    finish, partition_count, run_paths, source_plan,
+    VertexId, finish, partition_count, run_paths, source_plan,
 )
 from flows.runners import ChosenAtRunStart
 from tasks.edges_io import check_output_paths
@@ -32,7 +30,7 @@ from tasks.partitioned import partitioned_run
 
 @flow(name="pipeline", flow_run_name=RunName("pipeline"), task_runner=ChosenAtRunStart(), log_prints=True,
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
-def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
+def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets: list[list[VertexId]] | None = None,
                   output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
                   src_col: str = "src", dst_col: str = "dst", weight_col: str = "weight",
                   backend: Backend | None = None, compression: Compression = "snappy",
