@@ -290,6 +290,7 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
     from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     from flows.common import TAGS
+    from tasks.report import describe
     from flows.runners import cluster_started_early, cpu_workers, resolve_auto, task_runner
 
     configured = PREFECT_API_URL.value()
@@ -338,23 +339,6 @@ def _drain_to_api(seconds: float = 10) -> None:
     artifacts.wait_until_published(seconds)
     for worker in (APILogWorker, EventsWorker):
         worker.drain_all(timeout=seconds)
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n:,} {one if n == 1 else many or one + 's'}"
-
-
-def describe(kind: str, s: dict) -> str:
-    """One line for the terminal: what was computed and that it was checked."""
-    parts = [f"{_count(s['vertices'], 'vertex', 'vertices')}, {_count(s['edges'], 'edge')}"]
-    if "levels" in s:
-        parts.append("BFS " + ", ".join(_count(n, "level") for n in s["levels"]))
-    if "forest_edges" in s:
-        weight = s["forest_weight"]  # a float, or decimal text where float64 cannot hold the sum
-        parts.append(f"forest of {_count(s['forest_edges'], 'edge')}, weight "
-                     f"{f'{weight:,.6g}' if isinstance(weight, float) else weight}, "
-                     f"{_count(s['components'], 'component')}")
-    return f"{kind}: {'; '.join(parts)}; validation {s['validation']} ({s['total_seconds']:.2f} s)"
 
 
 def one_line(exc: BaseException) -> str:

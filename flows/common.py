@@ -15,10 +15,10 @@ from prefect.context import FlowRunContext
 from prefect.futures import PrefectFuture
 from pydantic import Field
 
-from flows.cli import describe
 from tasks import settings, stopping
+from tasks.artifacts import publish_failure, publish_summary
 from tasks.errors import InputError
-from tasks.graph_tasks import publish_failure, publish_summary
+from tasks.report import RunSummary, describe
 from tasks.partitioned import decide_partitions
 
 # Parameter types: Prefect checks them when a run starts (before any task), so a wrong value
@@ -119,7 +119,7 @@ def partition_count(kind: str, input: str, partitions: int | str, **options) -> 
         raise
 
 
-def finish(kind: str, input: str, summary: PrefectFuture, started: float, stages: list) -> dict:
+def finish(kind: str, input: str, summary: PrefectFuture, started: float, stages: list) -> RunSummary:
     """Fetch the run's summary, the one result the flow process takes from the workers (a small
     dict; every other product stays where it was made: waiting on a Dask future would fetch its
     data), and publish it as the run's first artifact. The summary depends on every stage, so

@@ -35,16 +35,15 @@ from tasks.edges_io import (
     COMPRESSIONS, DEFAULT_COMPRESSION, integer_vertex_id, prepare_output_dir, publishing, remove_earlier_bfs_results,
 )
 from tasks.errors import DeviceMemoryError, InputError
-from tasks.graph_tasks import (
-    KRUSKAL_LIMIT, _label, _publish_report, artifact_key, bfs_levels_markdown, check_flow_run_going,
-    direction_summary,
-)
+from tasks.forest_weight import KRUSKAL_LIMIT
+from tasks.graph_tasks import check_flow_run_going
 from tasks.partitioned_io import (
     BFS_RESULT, FOREST_RESULT, LAYOUTS, InputPlan, check_integer_ids, plan_input, publish, remove_stale_staging,
     staging_name,
 )
 from tasks.partitioned_rank import RunSpec, nccl_unique_id, rank_main
 from tasks.pickling import pickle_by_reference
+from tasks.report import RunSummary, artifact_key, bfs_levels_markdown, direction_summary, run_summary, search_label
 
 # distributed is imported where a run needs it: importing a flow (which imports this module)
 # costs no Dask import, as flows.runners promises
@@ -194,7 +193,7 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
                     depth_limit: int | None = None, src_col: str = "src", dst_col: str = "dst",
                     weight_col: str | None = "weight", backend: str | None = None, output_layout: str = "file",
                     compression: str = DEFAULT_COMPRESSION, client=None, timeout: float | None = None,
-                    check=None) -> dict:
+                    check=None) -> RunSummary:
     """BFS from ``source`` (one search) or ``source_sets`` (one search each) and, if ``forest``,
     the minimum spanning forest of the Parquet edge list ``input``, over ``partitions`` Dask
     workers of ``client`` (a LocalCluster of that many workers when None). Results go to
@@ -239,7 +238,7 @@ def _check_one_gpu_each(client, workers: list[str]) -> None:
 
 
 def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend, output, layout,
-           compression, timeout, started, check=None) -> dict:
+           compression, timeout, started, check=None) -> RunSummary:
     from distributed.comm import get_address_host
 
     workers = _workers(client)
@@ -301,14 +300,11 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
         raise
     shutil.rmtree(staging, ignore_errors=True)
     device = client.run(be.device_name, backend, workers=[workers[0]])[workers[0]]
-    # the keys of a one-partition run's summary (tasks.graph_tasks.run_summary), and the partitions
-    summary = {"input": os.path.abspath(plan.path), "backend": backend, "device": f"{device}, {size} partitions",
-               "partitions": size, "layout": layout, **summaries[0]}
-    seconds = summary.pop("seconds")
-    for stage in seconds:  # a stage lasts as long as its slowest rank
-        summary[f"{stage}_seconds"] = round(max(s["seconds"].get(stage, 0.0) for s in summaries), 4)
-    summary["validation"] = "passed"  # (a failed check raised on the ranks)
-    summary["outputs"] = placed
+    figures = dict(summaries[0])  # every rank holds the run's figures after the reductions
+    # a stage lasts as long as its slowest rank
+    seconds = {stage: max(s["seconds"].get(stage, 0.0) for s in summaries) for stage in figures.pop("seconds")}
+    summary = run_summary(input=plan.path, backend=backend, device=f"{device}, {size} partitions", seconds=seconds,
+                          outputs=placed, partitions=size, layout=layout, **figures)  # (a failed check raised on the ranks)
     summary["total_seconds"] = round(time.perf_counter() - started, 3)
     return summary
 
@@ -389,7 +385,7 @@ def partitioned_run(input: str, output: str, partitions=2, **options) -> dict:
         source_set = k if keyed else None
         steps, times = summary["steps"][k], summary["level_times"][k]
         rows = [(level + 1, frontiers[level], times[level]) for level in range(len(steps))]
-        label = _label(source_set)
+        label = search_label(source_set)
         artifacts.publish(create_markdown_artifact, key=artifact_key("bfs-levels", source_set),
                           markdown=bfs_levels_markdown(f"{label}: levels", steps, rows, summary["vertices"]),
                           description=f"{label}: direction, frontier size and seconds per level")
@@ -401,12 +397,12 @@ def partitioned_run(input: str, output: str, partitions=2, **options) -> dict:
         extra = {"sources": len(options["source_sets"][k]) if keyed else len(options["source"]),
                  "reached vertices": summary["reached"][k], "partitions": summary["partitions"],
                  "seconds (every check of the run)": validate_seconds}
-        _publish_report("bfs", _label(source_set), artifact_key("bfs-validation", source_set), report, extra,
-                        validate_seconds)
+        artifacts.publish_validation(search_label(source_set), artifact_key("bfs-validation", source_set), report,
+                                     extra, validate_seconds)
     if "msf_validation" in summary:
         extra = {"forest edges": summary["forest_edges"], "total weight": summary["forest_weight"],
                  "partitions": summary["partitions"], "seconds (every check of the run)": validate_seconds}
-        _publish_report("msf", "MSF", "msf-validation", summary.pop("msf_validation"), extra, validate_seconds)
+        artifacts.publish_validation("MSF", "msf-validation", summary.pop("msf_validation"), extra, validate_seconds)
     artifacts.wait_until_published()  # the run's one task: its reports are on the server when it ends
     get_run_logger().info("partitioned run on %d ranks, layout %s: wrote %s", summary["partitions"], summary["layout"],
                           ", ".join(summary["outputs"]))
