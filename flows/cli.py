@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tasks import settings  # os only, like this module: nothing heavy before the checks
+from tasks.parameters import BACKENDS, OUTPUT_LAYOUTS, RUNNERS, parse_partitions
 
 DESCRIPTIONS = {
     "mst": "Minimum spanning forest of a Parquet edge list, written to OUTPUT/mst_edges.parquet.",
@@ -107,14 +108,11 @@ def _directory(text: str) -> str:
 
 
 def _partitions(text: str) -> int | str:
-    """``--partitions`` and $GRAPH_PARTITIONS: a whole number >= 1 in ASCII digits (as
-    --depth-limit: `+2`, ` 2` or `1_6` are typos), or auto."""
-    if text.strip().lower() == "auto":
-        return "auto"
-    value = int(text) if text.isascii() and text.isdigit() else 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1 or auto, got {text!r}")
-    return value
+    """``--partitions``: tasks.parameters.parse_partitions, its error as argparse reports one."""
+    try:
+        return parse_partitions(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _id_list(text: str) -> list[str]:
@@ -148,15 +146,15 @@ def build_parser(kind: str) -> Parser:
                         help="split the graph over N Dask workers (one GPU each on a GPU machine), or auto: "
                              "one partition when the graph fits one GPU, else every GPU worker "
                              "(default: $GRAPH_PARTITIONS, else 1)")
-    parser.add_argument("--output-layout", choices=["file", "dataset"], default="file",
+    parser.add_argument("--output-layout", choices=OUTPUT_LAYOUTS, default="file",
                         help="a partitioned run writes each result as one file, or as a Parquet dataset "
                              "directory of one part per partition (default: file)")
     parser.add_argument("--compression", choices=["snappy", "zstd", "lz4", "gzip", "none"], default="snappy",
                         help="Parquet compression of the results (default: snappy, fast to write and read; "
                              "zstd makes smaller files)")
-    parser.add_argument("--backend", choices=["auto", "numpy", "cupy"], default=None,
+    parser.add_argument("--backend", choices=BACKENDS, default=None,
                         help="compute backend (default: $GRAPH_BACKEND, else auto: cupy when a GPU is usable)")
-    parser.add_argument("--runner", choices=["auto", "dask", "threads"], default=None,
+    parser.add_argument("--runner", choices=RUNNERS, default=None,
                         help="where tasks run: threads of this process, Dask workers of this machine "
                              "(GPU workers when there is a GPU), or auto: threads below "
                              "$GRAPH_DASK_MIN_EDGES (default 16,000,000) input edges, Dask above "
@@ -198,6 +196,10 @@ def _check_text(args: argparse.Namespace) -> None:
             raise UsageError(f"{what} '{shown}' is not UTF-8 text, which a run needs to record it; {hint}") from None
 
 
+def _choices(names: tuple[str, ...]) -> str:
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 def check(args: argparse.Namespace) -> str:
     """Checks that need no import; returns the runner kind asked for. Sets ``args.partitions``
     from $GRAPH_PARTITIONS when the option was not given."""
@@ -209,12 +211,12 @@ def check(args: argparse.Namespace) -> str:
     if args.partitions is None:
         setting = os.environ.get("GRAPH_PARTITIONS") or "1"
         try:
-            args.partitions = _partitions(setting)
-        except argparse.ArgumentTypeError:
+            args.partitions = parse_partitions(setting)
+        except ValueError:
             raise UsageError(f"GRAPH_PARTITIONS={setting}: choose a whole number >= 1 or auto") from None
     backend = os.environ.get("GRAPH_BACKEND", "").strip()
-    if args.backend is None and backend and backend.lower() not in ("auto", "numpy", "cupy"):
-        raise UsageError(f"GRAPH_BACKEND={backend}: choose auto, numpy or cupy")
+    if args.backend is None and backend and backend.lower() not in BACKENDS:
+        raise UsageError(f"GRAPH_BACKEND={backend}: choose {_choices(BACKENDS)}")
     try:  # the numeric settings, each named where it is wrong
         settings.check_environment()
     except ValueError as exc:
@@ -224,8 +226,8 @@ def check(args: argparse.Namespace) -> str:
     kind = args.runner or os.environ.get("GRAPH_TASK_RUNNER")
     if not kind:  # a cluster's address means that cluster; otherwise the input's size decides
         kind = "dask" if args.dask_address or os.environ.get("GRAPH_DASK_ADDRESS") else "auto"
-    if kind not in ("auto", "dask", "threads"):
-        raise UsageError(f"GRAPH_TASK_RUNNER={kind}: choose auto, dask or threads")
+    if kind not in RUNNERS:
+        raise UsageError(f"GRAPH_TASK_RUNNER={kind}: choose {_choices(RUNNERS)}")
     return kind
 
 

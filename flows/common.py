@@ -1,5 +1,5 @@
-"""What the three flows share: parameter types and descriptions, run names, output locations,
-source sets, the partition count, and the end of a run."""
+"""What the three flows share: parameter types, run names, output locations, the partition
+count, and the end of a run."""
 from __future__ import annotations
 
 import asyncio
@@ -18,16 +18,17 @@ from pydantic import Field
 from tasks import settings, stopping
 from tasks.artifacts import publish_failure, publish_summary
 from tasks.errors import InputError
+from tasks.parameters import BACKENDS, OUTPUT_LAYOUTS
 from tasks.report import RunSummary, describe
 from tasks.partitioned import decide_partitions
 
 # Parameter types: Prefect checks them when a run starts (before any task), so a wrong value
 # from the UI's form or from Python fails the run at once with one message naming it.
-Backend = Literal["auto", "numpy", "cupy"]
+Backend = Literal[BACKENDS]
 Compression = Literal["snappy", "zstd", "lz4", "gzip", "none"]  # tasks.edges_io.COMPRESSIONS
 DepthLimit = Annotated[int, Field(ge=0)]
 Partitions = Union[Annotated[int, Field(ge=1)], Literal["auto"]]
-OutputLayout = Literal["file", "dataset"]  # tasks.partitioned_io.LAYOUTS
+OutputLayout = Literal[OUTPUT_LAYOUTS]
 
 # A run that takes longer than this fails with a timeout instead of holding its work pool slot
 # (a hung network mount, a runaway input): far above the largest graph measured (Kron-24
@@ -91,18 +92,6 @@ class RunName:
         from prefect.runtime import flow_run
 
         return f"{self.kind}-{input_stem(flow_run.parameters.get('input', 'input'))}"
-
-
-def source_plan(source: list | None, source_sets: list[list] | None, output: str) -> tuple[list[list], list[str], list]:
-    """The BFS searches of a run, where each writes and how its artifacts are keyed: ``source``
-    is one search from all its vertices (into OUTPUT/); ``source_sets`` are separate searches
-    (into OUTPUT/source-set-K/, artifact keys ending in source-set-K)."""
-    if bool(source) == bool(source_sets):
-        raise InputError("give either source (one search) or source_sets (one search per set)")
-    if source:
-        return [list(source)], [output], [None]
-    sets = [list(s) for s in source_sets]
-    return sets, [str(Path(output) / f"source-set-{k}") for k in range(len(sets))], list(range(len(sets)))
 
 
 def partition_count(kind: str, input: str, partitions: int | str, **options) -> int:

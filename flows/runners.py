@@ -35,8 +35,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from kernels import backend as be
 from tasks import artifacts, settings
-
-RUNNERS = ("auto", "dask", "threads")
+from tasks.parameters import RUNNERS
 
 # Below this many input edges `auto` runs tasks in threads. Measured with
 # `python -m benchmarks.runner_threshold` on 2 cores (benchmarks/README.md): a pipeline run with

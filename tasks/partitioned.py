@@ -35,10 +35,11 @@ from tasks.edges_io import (
     COMPRESSIONS, DEFAULT_COMPRESSION, integer_vertex_id, prepare_output_dir, publishing, remove_earlier_bfs_results,
 )
 from tasks.errors import DeviceMemoryError, InputError
+from tasks.parameters import OUTPUT_LAYOUTS, parse_partitions, source_plan
 from tasks.forest_weight import KRUSKAL_LIMIT
 from tasks.graph_tasks import check_flow_run_going
 from tasks.partitioned_io import (
-    BFS_RESULT, FOREST_RESULT, LAYOUTS, InputPlan, check_integer_ids, plan_input, publish, remove_stale_staging,
+    BFS_RESULT, FOREST_RESULT, InputPlan, check_integer_ids, plan_input, publish, remove_stale_staging,
     staging_name,
 )
 from tasks.partitioned_rank import RunSpec, nccl_unique_id, rank_main
@@ -60,17 +61,12 @@ class PartitionFailed(RuntimeError):
     """A partitioned run lost a rank (its worker died) or its ranks stopped talking."""
 
 
-def parse_partitions(value) -> int | str:
-    """``N`` (>= 1) or ``"auto"``, from a CLI or deployment parameter."""
-    if isinstance(value, str) and value.strip().lower() == "auto":
-        return "auto"
+def _requested_partitions(value) -> int | str:
+    """tasks.parameters.parse_partitions, refusing a bad value as an input error."""
     try:
-        count = int(value)
-    except (TypeError, ValueError):
+        return parse_partitions(value)
+    except ValueError:
         raise InputError(f"partitions must be a positive integer or 'auto' (got {value!r})") from None
-    if count < 1:
-        raise InputError(f"partitions must be a positive integer or 'auto' (got {value!r})")
-    return count
 
 
 def rank_bytes(plan: InputPlan, count: int, algorithms=("bfs", "msf"), directed: bool = False) -> int:
@@ -86,7 +82,7 @@ def choose_partitions(requested, rows: int, free: list[int], backend: str, path:
     the CPU); ``need(count)``: bytes each rank needs when there are ``count`` (rank_bytes).
     ``auto`` keeps one partition when the graph fits one GPU, else takes every GPU worker; a
     graph that fits neither is refused with the figures, before anything is read."""
-    requested = parse_partitions(requested)
+    requested = _requested_partitions(requested)
     workers = len(free) if backend == "cupy" else None
     if requested == "auto":
         if backend != "cupy":
@@ -140,16 +136,6 @@ def count_partitions(input: str, partitions="auto", *, backend: str | None = Non
     return count
 
 
-def _source_plan(source, source_sets) -> tuple[list[list], list[str]]:
-    if source and source_sets:
-        raise InputError("give either source (one search) or source_sets (one search per set)")
-    if source:
-        return [list(source)], [BFS_RESULT]
-    if source_sets:
-        return [list(s) for s in source_sets], [f"source-set-{k}/{BFS_RESULT}" for k in range(len(source_sets))]
-    return [], []
-
-
 def _check_integer_ids(path: str, ids: list) -> None:
     for s in ids:
         integer_vertex_id(path, s)
@@ -201,13 +187,14 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
     (``"dataset"``), only after every result verified; ``check()``, called just before the first
     result is moved into place, may still refuse (raise). Returns the run's summary."""
     started = time.perf_counter()
-    if output_layout not in LAYOUTS:
-        raise InputError(f"output layout must be one of {', '.join(LAYOUTS)} (got {output_layout!r})")
+    if output_layout not in OUTPUT_LAYOUTS:
+        raise InputError(f"output layout must be one of {', '.join(OUTPUT_LAYOUTS)} (got {output_layout!r})")
     if compression not in COMPRESSIONS:
         raise InputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
     if depth_limit is not None and depth_limit < 0:
         raise InputError(f"depth limit must be >= 0 (got {depth_limit})")
-    sets, bfs_results = _source_plan(source, source_sets)
+    searches = source_plan(source, source_sets, required=False)
+    sets, bfs_results = searches.sets, searches.results(BFS_RESULT)
     if not sets and not forest:
         raise InputError("nothing to compute: give a BFS source or ask for the forest")
     plan = plan_input(input, src_col, dst_col, weight_col if forest else None)
@@ -216,7 +203,7 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
             raise InputError(f"{plan.path}: a BFS source set is empty")
         _check_integer_ids(plan.path, ids)
     if client is None:
-        count = parse_partitions(partitions)
+        count = _requested_partitions(partitions)
         with _own_cluster(None if count == "auto" else count, backend) as own:
             return _drive(own, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
                           output, output_layout, compression, timeout, started, check)
