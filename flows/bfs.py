@@ -33,7 +33,7 @@ from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, validate_bfs, write_results,
 )
 from tasks.parameters import source_plan
-from tasks.partitioned import partitioned_run
+from tasks.partitioned_tasks import partitioned_run
 
 
 @flow(name="bfs", flow_run_name=RunName("bfs"), task_runner=ChosenAtRunStart(), log_prints=True,

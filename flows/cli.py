@@ -293,7 +293,8 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
 
     from flows.common import TAGS
     from tasks.report import describe
-    from flows.runners import cluster_started_early, cpu_workers, resolve_auto, task_runner
+    from flows.runners import cluster_started_early, resolve_auto, task_runner
+    from tasks.cluster import cpu_workers
 
     configured = PREFECT_API_URL.value()
     if configured and server is not None:  # configured where only Prefect looks (prefect.toml, .env)

@@ -20,7 +20,7 @@ from tasks.artifacts import publish_failure, publish_summary
 from tasks.errors import InputError
 from tasks.parameters import BACKENDS, OUTPUT_LAYOUTS
 from tasks.report import RunSummary, describe
-from tasks.partitioned import decide_partitions
+from tasks.partitioned_tasks import decide_partitions
 
 # Parameter types: Prefect checks them when a run starts (before any task), so a wrong value
 # from the UI's form or from Python fails the run at once with one message naming it.
@@ -96,7 +96,7 @@ class RunName:
 
 def partition_count(kind: str, input: str, partitions: int | str, **options) -> int:
     """How many partitions the run uses: 1 (the one-partition recipe) when 1 was asked for,
-    else tasks.partitioned.decide_partitions's answer (``auto`` may give 1); an input it refuses
+    else tasks.partitioned_tasks.decide_partitions's answer (``auto`` may give 1); an input it refuses
     fails the run as a failed load would."""
     if partitions == 1:
         return 1

@@ -28,7 +28,7 @@ from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, spanning_forest, validate_bfs, validate_forest, write_results,
 )
 from tasks.parameters import source_plan
-from tasks.partitioned import partitioned_run
+from tasks.partitioned_tasks import partitioned_run
 
 
 @flow(name="pipeline", flow_run_name=RunName("pipeline"), task_runner=ChosenAtRunStart(), log_prints=True,

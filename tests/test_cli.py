@@ -13,8 +13,9 @@ import pytest
 from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
-from flows.runners import edge_count, local_workers, resolve_auto
+from flows.runners import edge_count, resolve_auto
 from kernels import backend as be
+from tasks.cluster import local_workers
 from tests.conftest import ROOT
 
 SAMPLE = str(ROOT / "data" / "graph.parquet")

@@ -20,7 +20,7 @@ import pyarrow as pa
 from kernels import backend as be
 from kernels.partitioned import bfs_partitioned, build_local_graph, fetch, locate, msf_partitioned, renumber_partitioned
 from kernels.partitioned_verify import verify_bfs_partitioned, verify_forest_partitioned
-from tasks.comm import Mesh, TcpCommunicator
+from tasks.partitioned.comm_tcp import Mesh, TcpCommunicator
 from tasks.edges_io import _Signs, _unify_signs
 from tasks.errors import DeviceMemoryError, InputError, ValidationFailed
 from tasks.forest_weight import reported_total
@@ -61,7 +61,7 @@ def nccl_unique_id() -> tuple:
 
 def _communicator(spec: RunSpec, rank: int, mesh: Mesh):
     if spec.backend == "cupy":
-        from tasks.comm_nccl import NcclCommunicator
+        from tasks.partitioned.comm_nccl import NcclCommunicator
 
         return NcclCommunicator(spec.nccl_id, rank, spec.size, mesh)
     return TcpCommunicator(mesh)
