@@ -83,7 +83,7 @@ def test_partitions_from_the_environment_are_checked_too(capsys, monkeypatch):
 ], ids=["default", "auto", "auto-from-environment", "from-environment", "option-beats-environment",
         "several-force-dask"])
 def test_partitions_reach_the_flow_and_several_run_on_dask(argv, environment, partitions, runner, monkeypatch):
-    from flows.cli import build_parser, check, parameters
+    from flows.arguments import build_parser, check, parameters
 
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
