@@ -19,8 +19,8 @@ from tasks import settings, stopping
 from tasks.artifacts import publish_failure, publish_summary
 from tasks.errors import InputError
 from tasks.parameters import BACKENDS, OUTPUT_LAYOUTS
-from tasks.report import RunSummary, describe
 from tasks.partitioned_tasks import decide_partitions
+from tasks.report import RunSummary, describe
 
 # Parameter types: Prefect checks them when a run starts (before any task), so a wrong value
 # from the UI's form or from Python fails the run at once with one message naming it.
