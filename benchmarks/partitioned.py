@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from benchmarks.harness import append_records, load_graph, machine
 from benchmarks.orchestration import bare_pipeline, code_version
 from kernels import backend as be
-from tasks.partitioned import run_partitioned
+from tasks.partitioned.driver import run_partitioned
 
 
 def _cluster(workers: int, backend: str):

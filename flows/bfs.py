@@ -23,14 +23,15 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName,
-    VertexId, finish, partition_count, run_paths, source_plan,
+    VertexId, finish, partition_count, run_paths,
 )
 from flows.runners import ChosenAtRunStart
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, validate_bfs, write_results,
 )
-from tasks.partitioned import partitioned_run
+from tasks.parameters import source_plan
+from tasks.partitioned_tasks import partitioned_run
 
 
 @flow(name="bfs", flow_run_name=RunName("bfs"), task_runner=ChosenAtRunStart(), log_prints=True,
@@ -59,7 +60,8 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
     """
     started = time.perf_counter()
     input, output = run_paths(input, output)
-    sets, outputs, keys = source_plan(source, source_sets, output)
+    plan = source_plan(source, source_sets)
+    outputs = plan.directories(output)
     count = partition_count("bfs", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             algorithms=("bfs",), directed=directed)
     check_output_paths(input, [Path(o) / "bfs_distances.parquet" for o in outputs], directories=count > 1)
@@ -71,8 +73,9 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
         return finish("bfs", input, summary, started, [summary])
     prepared = load_edges.submit(input, src_col, dst_col, None, backend, ("bfs",), directed)
     graph = build_csr.submit(prepared, directed)
-    searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), sets, unmapped(depth_limit), keys)
-    checks = validate_bfs.map(unmapped(prepared), searches, unmapped(directed), unmapped(depth_limit), keys)
+    searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), plan.sets, unmapped(depth_limit),
+                                        plan.keys)
+    checks = validate_bfs.map(unmapped(prepared), searches, unmapped(directed), unmapped(depth_limit), plan.keys)
     summary = write_results.submit(prepared, searches, outputs, output=output, compression=compression, graph=graph,
                                    checks=checks)
     return finish("bfs", input, summary, started, [prepared, graph, searches, checks, summary])

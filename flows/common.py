@@ -1,5 +1,5 @@
-"""What the three flows share: parameter types and descriptions, run names, output locations,
-source sets, the partition count, and the end of a run."""
+"""What the three flows share: parameter types, run names, output locations, the partition
+count, and the end of a run."""
 from __future__ import annotations
 
 import asyncio
@@ -15,19 +15,20 @@ from prefect.context import FlowRunContext
 from prefect.futures import PrefectFuture
 from pydantic import Field, StrictInt
 
-from flows.cli import describe
 from tasks import settings, stopping
+from tasks.artifacts import publish_failure, publish_summary
 from tasks.errors import InputError
-from tasks.graph_tasks import publish_failure, publish_summary
-from tasks.partitioned import decide_partitions
+from tasks.parameters import BACKENDS, OUTPUT_LAYOUTS
+from tasks.partitioned_tasks import decide_partitions
+from tasks.report import RunSummary, describe
 
 # Parameter types: Prefect checks them when a run starts (before any task), so a wrong value
 # from the UI's form or from Python fails the run at once with one message naming it.
-Backend = Literal["auto", "numpy", "cupy"]
+Backend = Literal[BACKENDS]
 Compression = Literal["snappy", "zstd", "lz4", "gzip", "none"]  # tasks.edges_io.COMPRESSIONS
 DepthLimit = Annotated[int, Field(ge=0)]
 Partitions = Union[Annotated[int, Field(ge=1)], Literal["auto"]]
-OutputLayout = Literal["file", "dataset"]  # tasks.partitioned_io.LAYOUTS
+OutputLayout = Literal[OUTPUT_LAYOUTS]
 # A source vertex: an int (from Python, or a JSON number in a deployment's parameters) or its
 # text (the command line, the UI's form, string ids). Strict, so True is not taken for vertex 1.
 VertexId = Union[StrictInt, str]
@@ -96,21 +97,9 @@ class RunName:
         return f"{self.kind}-{input_stem(flow_run.parameters.get('input', 'input'))}"
 
 
-def source_plan(source: list | None, source_sets: list[list] | None, output: str) -> tuple[list[list], list[str], list]:
-    """The BFS searches of a run, where each writes and how its artifacts are keyed: ``source``
-    is one search from all its vertices (into OUTPUT/); ``source_sets`` are separate searches
-    (into OUTPUT/source-set-K/, artifact keys ending in source-set-K)."""
-    if bool(source) == bool(source_sets):
-        raise InputError("give either source (one search) or source_sets (one search per set)")
-    if source:
-        return [list(source)], [output], [None]
-    sets = [list(s) for s in source_sets]
-    return sets, [str(Path(output) / f"source-set-{k}") for k in range(len(sets))], list(range(len(sets)))
-
-
 def partition_count(kind: str, input: str, partitions: int | str, **options) -> int:
     """How many partitions the run uses: 1 (the one-partition recipe) when 1 was asked for,
-    else tasks.partitioned.decide_partitions's answer (``auto`` may give 1); an input it refuses
+    else tasks.partitioned_tasks.decide_partitions's answer (``auto`` may give 1); an input it refuses
     fails the run as a failed load would."""
     if partitions == 1:
         return 1
@@ -122,7 +111,7 @@ def partition_count(kind: str, input: str, partitions: int | str, **options) -> 
         raise
 
 
-def finish(kind: str, input: str, summary: PrefectFuture, started: float, stages: list) -> dict:
+def finish(kind: str, input: str, summary: PrefectFuture, started: float, stages: list) -> RunSummary:
     """Fetch the run's summary, the one result the flow process takes from the workers (a small
     dict; every other product stays where it was made: waiting on a Dask future would fetch its
     data), and publish it as the run's first artifact. The summary depends on every stage, so

@@ -153,7 +153,7 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
     dependencies, the serialized flow run context, futures passed to Dask as Dask futures so
     that Dask hands the upstream states to the task on the worker."""
 
-    waits_for_published_artifacts = True  # tasks/graph_tasks.publish_summary relies on it (__exit__)
+    waits_for_published_artifacts = True  # tasks.artifacts.publish_summary relies on it (__exit__)
 
     def submit(self, task, parameters: dict[str, Any], wait_for=None, dependencies=None) -> PrefectDaskFuture:
         if not self._started:

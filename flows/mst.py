@@ -25,7 +25,7 @@ from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     load_edges, spanning_forest, validate_forest, write_results,
 )
-from tasks.partitioned import partitioned_run
+from tasks.partitioned_tasks import partitioned_run
 
 
 @flow(name="mst", flow_run_name=RunName("mst"), task_runner=ChosenAtRunStart(), log_prints=True,

@@ -18,14 +18,15 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName,
-    VertexId, finish, partition_count, run_paths, source_plan,
+    VertexId, finish, partition_count, run_paths,
 )
 from flows.runners import ChosenAtRunStart
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, spanning_forest, validate_bfs, validate_forest, write_results,
 )
-from tasks.partitioned import partitioned_run
+from tasks.parameters import source_plan
+from tasks.partitioned_tasks import partitioned_run
 
 
 @flow(name="pipeline", flow_run_name=RunName("pipeline"), task_runner=ChosenAtRunStart(), log_prints=True,
@@ -55,7 +56,8 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
     """
     started = time.perf_counter()
     input, output = run_paths(input, output)
-    sets, outputs, keys = source_plan(source, source_sets, output)
+    plan = source_plan(source, source_sets)
+    outputs = plan.directories(output)
     count = partition_count("pipeline", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             weight_col=weight_col, algorithms=("bfs", "msf"), directed=directed)
     check_output_paths(input, [*(Path(o) / "bfs_distances.parquet" for o in outputs), Path(output) / "mst_edges.parquet"],
@@ -68,9 +70,10 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
         return finish("pipeline", input, summary, started, [summary])
     prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("bfs", "msf"), directed)
     graph = build_csr.submit(prepared, directed)
-    searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), sets, unmapped(depth_limit), keys)
+    searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), plan.sets, unmapped(depth_limit),
+                                        plan.keys)
     forest = spanning_forest.submit(prepared)
-    checks = [*validate_bfs.map(unmapped(prepared), searches, unmapped(directed), unmapped(depth_limit), keys),
+    checks = [*validate_bfs.map(unmapped(prepared), searches, unmapped(directed), unmapped(depth_limit), plan.keys),
               validate_forest.submit(prepared, forest)]
     summary = write_results.submit(prepared, searches, outputs, forest, output, compression, graph=graph, checks=checks)
     return finish("pipeline", input, summary, started, [prepared, graph, searches, forest, checks, summary])

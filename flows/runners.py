@@ -33,10 +33,8 @@ from contextlib import contextmanager
 
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from kernels import backend as be
-from tasks import artifacts, settings
-
-RUNNERS = ("auto", "dask", "threads")
+from tasks import artifacts, cluster, settings
+from tasks.parameters import RUNNERS
 
 # Below this many input edges `auto` runs tasks in threads. Measured with
 # `python -m benchmarks.runner_threshold` on 2 cores (benchmarks/README.md): a pipeline run with
@@ -53,55 +51,13 @@ def dask_min_edges() -> int:
 
 
 def local_cluster(**kwargs):
-    """The Dask cluster of this machine: GPU workers when the backend (GRAPH_BACKEND, else auto)
-    is cupy, CPU workers otherwise. Imported here, inside the flow run, because dask_cuda fails
-    to import or start on a machine without a GPU."""
-    # a free port, so that runs at the same time do not collide on 8787 (the dashboard is served
-    # there when bokeh is installed; without it only Dask's health and metrics pages are)
-    kwargs.setdefault("dashboard_address", "127.0.0.1:0")
-    # Dask's INFO lines (each worker's start and stop, ~90 a run) tell the user nothing about
-    # the run: WARNING and above, unless DASK_LOGGING__DISTRIBUTED says otherwise (the worker
-    # processes read it when they import distributed)
-    level = os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
-    logging.getLogger("distributed").setLevel(level.upper())
-    # the workers report task runs to the server this flow run uses: without PREFECT_API_URL
-    # each worker process would start a temporary server of its own. NVLink multicast stays
-    # off for the NCCL communicators of partitioned runs (the ranks also set it themselves).
-    kwargs.setdefault("env", {"PREFECT_API_URL": _api_url(), "NCCL_NVLS_ENABLE": "0"})
-    # each worker imports the task modules as it starts, not in the first task
-    # (flows/worker_start.py)
+    """The Dask cluster of this machine for a flow run (tasks.cluster.local_cluster): its workers
+    report task runs to the server this flow run uses (without PREFECT_API_URL each worker
+    process would start a temporary server of its own) and import the task modules as they
+    start, not in the first task (flows/worker_start.py)."""
+    kwargs["env"] = {"PREFECT_API_URL": _api_url(), **kwargs.get("env", {})}
     kwargs.setdefault("preload", ["flows.worker_start"])
-    if be.resolve() == "cupy":
-        # Dask's own messages are small: TCP, whatever UCX may offer; the ranks' data goes
-        # through NCCL
-        kwargs.setdefault("protocol", "tcp")
-        return _gpu_cluster(**kwargs)
-    from distributed import LocalCluster
-
-    # one thread per worker: the NumPy kernels are single-threaded, and a second thread would
-    # only hold a second copy of a large graph in the same process
-    return LocalCluster(n_workers=cpu_workers(), threads_per_worker=1, **kwargs)
-
-
-def _gpu_cluster(env: dict, **kwargs):
-    """A LocalCUDACluster whose workers get ``env`` too: LocalCUDACluster gives each worker an
-    environment of CUDA_VISIBLE_DEVICES alone, in place of the one it was asked for (dask-cuda
-    26.10). Merged into each worker's spec, it holds for a worker the nanny restarts as well."""
-    from dask_cuda import LocalCUDACluster
-
-    class Cluster(LocalCUDACluster):
-        def new_worker_spec(self):
-            spec = super().new_worker_spec()
-            for worker in spec.values():
-                worker["options"]["env"] = {**env, **worker["options"].get("env", {})}
-            return spec
-
-    return Cluster(**kwargs)
-
-
-def cpu_workers() -> int:
-    """Workers of a CPU cluster of this machine: GRAPH_DASK_WORKERS, else min(4, cores)."""
-    return settings.whole_number("GRAPH_DASK_WORKERS", min(4, os.cpu_count() or 1))
+    return cluster.local_cluster(**kwargs)
 
 
 def _api_url() -> str:
@@ -152,7 +108,7 @@ class ThreadsTaskRunner(ThreadPoolTaskRunner):
     on the server: the run's summary is sent while Prefect records the run's end, and the flow
     call returns after both."""
 
-    waits_for_published_artifacts = True  # tasks/graph_tasks.publish_summary relies on it
+    waits_for_published_artifacts = True  # tasks.artifacts.publish_summary relies on it
 
     def __exit__(self, *exc_info) -> None:
         super().__exit__(*exc_info)
@@ -218,15 +174,6 @@ def edge_count(path: str) -> int | None:
         return None
 
 
-def local_workers() -> int:
-    """Workers local_cluster() starts: one per GPU, else GRAPH_DASK_WORKERS or min(4, cores)."""
-    if be.resolve() == "cupy":
-        import cupy
-
-        return cupy.cuda.runtime.getDeviceCount()
-    return cpu_workers()
-
-
 def resolve_auto(kind: str, path: str) -> str:
     """``auto``: Dask for graphs of at least dask_min_edges() edges when this machine has
     several workers to give it; threads otherwise."""
@@ -235,4 +182,4 @@ def resolve_auto(kind: str, path: str) -> str:
     edges = edge_count(path)
     if edges is None or edges < dask_min_edges():
         return "threads"
-    return "dask" if local_workers() > 1 else "threads"
+    return "dask" if cluster.local_workers() > 1 else "threads"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 
 # the modules whose code the tasks of every flow run on a worker
-TASK_MODULES = ("flows.dask_runner", "tasks.graph_tasks", "tasks.partitioned")
+TASK_MODULES = ("flows.dask_runner", "tasks.graph_tasks", "tasks.partitioned_tasks")
 
 
 def dask_setup(worker) -> None:

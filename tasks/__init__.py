@@ -1,1 +1,15 @@
-"""Prefect tasks: thin wrappers that move data between Parquet I/O and the kernels."""
+"""Between the flows and the kernels. Prefect tasks, thin: ``graph_tasks`` (the one-partition
+pipeline: load, CSR, BFS, forest, validation, write) and ``partitioned_tasks`` (a partitioned
+run, started whole). Below them, without Prefect:
+
+- the Parquet input and output (``edges_io``, ``partitioned_io``, ``parquet_concat``);
+- ``partitioned/``: the partitioned driver, the rank program and the communicators (TCP, NCCL);
+- ``cluster``: the Dask cluster of this machine;
+- ``report``: the run's summary type (RunSummary) and the text of every report;
+- ``forest_weight``: a forest's total weight, shown and compared exactly;
+- ``parameters``, ``settings``, ``errors``: what a run can be asked, the GRAPH_* settings, the
+  errors a user can act on; ``stopping``: a stop asked of this process by a signal.
+
+``artifacts`` sends the run's artifacts to the Prefect server, and ``pickling`` makes the tasks
+pickle by reference for Dask.
+"""

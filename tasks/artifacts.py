@@ -13,6 +13,10 @@ Calls run one at a time in the order they were made, each in a copy of its calle
 (the task run it belongs to, the settings), with this thread's own API client: the caller's
 client may be closed once its task run ends. A call that fails is logged, not raised: an
 artifact reports on a result, it is not one.
+
+The run's own artifacts are published here too, for both the one-partition and the partitioned
+path: its summary table or what failed (by the flow), and the validation reports (by the tasks);
+their text comes from tasks/report.py.
 """
 from __future__ import annotations
 
@@ -26,7 +30,12 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Callable
 
-from prefect.context import SettingsContext, SyncClientContext
+from prefect import get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.context import FlowRunContext, SettingsContext, SyncClientContext
+
+from tasks.errors import ValidationFailed
+from tasks.report import RunSummary, failure_rows, summary_rows, validation_markdown
 
 _calls: queue.SimpleQueue = queue.SimpleQueue()
 _pending = 0  # calls made and not yet finished
@@ -97,3 +106,37 @@ def _with_own_client(create: Callable[..., Any], args: tuple, kwargs: dict) -> A
     if inspect.iscoroutine(result):  # an async task's or flow's context makes prefect.artifacts' calls async
         result = asyncio.run(result)
     return result
+
+
+def publish_summary(kind: str, summary: RunSummary) -> None:
+    """The run's summary as a table artifact. Called by the flow itself, not a task, so that the
+    artifact belongs to the flow run and opens its Artifacts tab. Sent while Prefect records the
+    run's end; the flows' task runners wait for it as they close (flows/runners.py). A runner
+    without that wait (one of Prefect's, given by the caller) would let the flow call return
+    before the summary is on the server: the summary is waited for here instead."""
+    publish(create_table_artifact, key=f"{kind}-summary", table=summary_rows(summary),
+            description=f"{kind} run: what it read, computed, checked and wrote")
+    run = FlowRunContext.get()
+    if not getattr(run.task_runner if run else None, "waits_for_published_artifacts", False):
+        wait_until_published()
+
+
+def publish_failure(kind: str, input: str, error: BaseException) -> None:
+    """A failed run's summary: what failed and why, in place of the figures."""
+    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    create_table_artifact(key=f"{kind}-summary", table=failure_rows(input, message, isinstance(error, ValidationFailed)),
+                          description=f"{kind} run FAILED: {message}")
+
+
+def publish_validation(label: str, key: str, report: dict[str, int], extra: dict, seconds: float) -> None:
+    """A validation report (check -> violations) as a markdown artifact; then, if any check
+    failed, ValidationFailed naming them, once the report that says why is on the server."""
+    failed = {k: v for k, v in report.items() if v != 0}
+    publish(create_markdown_artifact, key=key,
+            markdown=validation_markdown(f"{label} validation: {'FAILED' if failed else 'passed'}", report, extra),
+            description=f"Independent verification of the {label} result")
+    if failed:
+        detail = ", ".join(f"{k} ({v})" for k, v in failed.items())
+        wait_until_published()
+        raise ValidationFailed(f"{label} result failed validation: {detail}; nothing was written")
+    get_run_logger().info("%s validation passed: %d checks in %.3f s", label, len(report), seconds)

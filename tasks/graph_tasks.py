@@ -1,4 +1,4 @@
-"""Prefect tasks of the pipeline. Each moves data between I/O and one kernel, times it (after a
+"""Prefect tasks of the one-partition pipeline. Each moves data between I/O and one kernel, times it (after a
 device sync) and logs one line. They run on Dask workers (or threads) and hand their products to
 each other as futures, wrapped in ``Timed``; only ``write_results``, the last, returns something
 the flow process fetches (the run's summary). Array-carrying tasks use NO_CACHE: a cache key
@@ -7,48 +7,43 @@ its result (the flows persist theirs, the summary, and a task would otherwise in
 write its arrays to disk).
 Only the Parquet read and writes retry.
 
-Artifacts: the flow publishes the run's summary (``publish_summary``, a table, the first thing
-in the run's Artifacts tab); tasks publish per-level BFS and per-round Boruvka tables, the
-validation reports and, on large graphs, progress bars. Keys carry the source set
-(``bfs-levels-source-set-1``) so that the searches of one run do not overwrite each other."""
+Artifacts: the flow publishes the run's summary (tasks.artifacts.publish_summary, a table, the
+first thing in the run's Artifacts tab); tasks publish per-level BFS and per-round Boruvka tables
+(their markdown from tasks/report.py), the validation reports and, on large graphs, progress
+bars. Keys carry the source set (``bfs-levels-source-set-1``) so that the searches of one run do
+not overwrite each other."""
 from __future__ import annotations
 
-import math
 import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from prefect import get_run_logger, task
-from prefect.artifacts import (
-    create_markdown_artifact, create_progress_artifact, create_table_artifact, update_progress_artifact,
-)
+from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.context import FlowRunContext
 
 from kernels import backend as be
 from kernels.bfs import BFSResult, bfs
 from kernels.footprint import gpu_bytes
 from kernels.graph import EdgeList, Graph, build_graph, edge_list, renumber
 from kernels.msf import MSFResult, minimum_spanning_forest
-from kernels.verify import kruskal, verify_bfs, verify_forest
+from kernels.verify import verify_bfs, verify_forest
 from tasks import artifacts, settings, stopping
 from tasks.edges_io import (
     DEFAULT_COMPRESSION, integer_vertex_id, publish_results, read_edges, vertex_names,
 )
-from tasks.errors import DeviceMemoryError, InputError, OutputError, ValidationFailed
+from tasks.errors import DeviceMemoryError, InputError, OutputError
+from tasks.forest_weight import KRUSKAL_LIMIT, kruskal_check, reported_total
 from tasks.pickling import pickle_by_reference
-
-# Kruskal's serial reference also runs inside validation up to this many edges; above it the
-# cycle-property check alone proves minimality (it is exact, just not a second algorithm).
-KRUSKAL_LIMIT = 200_000
+from tasks.report import (
+    RunSummary, artifact_key, bfs_levels_markdown, direction_summary, msf_rounds_markdown, run_summary, search_label,
+)
 
 
 @dataclass
@@ -240,25 +235,6 @@ def build_csr(prepared: Timed, directed: bool) -> Timed:
     return graph
 
 
-def artifact_key(name: str, source_set: int | None) -> str:
-    """bfs-levels, or bfs-levels-source-set-2 for the third of several source sets."""
-    return name if source_set is None else f"{name}-source-set-{source_set}"
-
-
-def _label(source_set: int | None) -> str:
-    return "BFS" if source_set is None else f"BFS source set {source_set}"
-
-
-def direction_summary(steps: list[str]) -> str:
-    """'1,035 levels: 520 top-down, 515 bottom-up': the count of each kind of step, in order of
-    first use (the GPU's kinds carry their form: top-down/edge, top-down/fused, ...)."""
-    counts: dict[str, int] = {}
-    for step in steps:
-        counts[step] = counts.get(step, 0) + 1
-    kinds = ", ".join(f"{n:,} {kind}" for kind, n in counts.items())
-    return f"{len(steps):,} levels" + (f": {kinds}" if kinds else "")
-
-
 class StepLog:
     """Wall-clock time of each reported step (a BFS level or a GPU batch of fused levels; a
     Boruvka round), taken in the kernel's callback. Callbacks follow a device sync (the
@@ -272,48 +248,6 @@ class StepLog:
         now = time.perf_counter()
         self.rows.append((*values, now - self.last))
         self.last = now
-
-
-# Markdown tables longer than this are grouped into ranges of consecutive levels (road networks
-# take ~1,000 levels; a grid 6,000): the table shows the search's shape, not every step.
-TABLE_ROWS = 100
-
-
-def bfs_levels_markdown(title: str, steps: list[str], rows: list[tuple], n: int) -> str:
-    """Level, direction, frontier size after the step and seconds, per reported step; ``rows``
-    are (last level of the step, frontier size, seconds) as recorded by StepLog."""
-    spans, previous = [], 0
-    for level, frontier, seconds in rows:  # a GPU batch of fused levels reports once
-        kinds = sorted(set(steps[previous:level])) or ["-"]
-        spans.append((previous + 1, level, "/".join(kinds), frontier, seconds))
-        previous = level
-    group = max(1, -(-len(spans) // TABLE_ROWS))
-    lines = [f"# {title}", "", f"{direction_summary(steps)} over {n:,} vertices; "
-             f"{sum(r[2] for r in rows):.4f} s in all."]
-    if group > 1:
-        lines.append(f"Each row covers {group} consecutive steps; frontier is the largest among them.")
-    lines += ["", "| levels | direction | frontier (vertices) | seconds |", "|---:|---|---:|---:|"]
-    for k in range(0, len(spans), group):
-        part = spans[k:k + group]
-        first, last = part[0][0], part[-1][1]
-        directions = {}
-        for _, _, kind, _, _ in part:
-            directions[kind] = directions.get(kind, 0) + 1
-        direction = ", ".join(kind if len(directions) == 1 else f"{c} {kind}" for kind, c in directions.items())
-        levels = f"{first:,}" if first == last else f"{first:,}-{last:,}"
-        lines.append(f"| {levels} | {direction} | {max(p[3] for p in part):,} | {sum(p[4] for p in part):.6f} |")
-    return "\n".join(lines)
-
-
-def msf_rounds_markdown(forest: MSFResult, rows: list[tuple], m: int, seconds: float) -> str:
-    """Round, edges still crossing components after it, seconds; ``rows`` as StepLog records
-    them ((rounds done, edges left, seconds))."""
-    lines = ["# Boruvka rounds", "",
-             f"{forest.rounds:,} rounds in {forest.bands:,} weight bands over {m:,} edges; "
-             f"{seconds:.4f} s in all (the sort of each band is counted in its first round).", "",
-             "| round | edges still crossing components | seconds |", "|---:|---:|---:|"]
-    lines += [f"| {r:,} | {left:,} | {sec:.6f} |" for r, left, sec in rows]
-    return "\n".join(lines)
 
 
 @dataclass
@@ -333,7 +267,7 @@ def breadth_first_search(prepared: Timed, graph: Timed, source_ids: list, depth_
     the lookup is a few binary searches."""
     sources = dense_sources(prepared.value, source_ids)
     g: Graph = graph.value
-    label = _label(source_set)
+    label = search_label(source_set)
     progress = Progress(artifact_key("bfs-progress", source_set), g.out.nnz,
                         f"{label} from {len(sources)} source(s) over {g.n:,} vertices")
     reached = [len(sources)]
@@ -378,34 +312,11 @@ def spanning_forest(prepared: Timed) -> Timed:
     f: MSFResult = forest.value
     progress.update(100, f"done: {f.rounds} rounds in {forest.seconds:.3f} s", final=True)
     artifacts.publish(create_markdown_artifact, key="msf-rounds",
-                      markdown=msf_rounds_markdown(f, steps.rows, e.m, forest.seconds),
+                      markdown=msf_rounds_markdown(f.rounds, f.bands, steps.rows, e.m, forest.seconds),
                       description="Boruvka: edges still crossing components and seconds per round")
     get_run_logger().info("MSF: %s edges, %s trees, %d rounds in %d bands, %.3f s",
                           f"{int(f.edges.shape[0]):,}", f"{f.components:,}", f.rounds, f.bands, forest.seconds)
     return forest
-
-
-def _report_markdown(title: str, report: dict, extra: dict) -> str:
-    lines = [f"# {title}", "", "| check | result | violations |", "|---|---|---:|"]
-    for name, count in report.items():
-        lines.append(f"| {name} | {'pass' if count == 0 else 'FAIL'} | {count:,} |")
-    lines += ["", *[f"- {k}: {v:,}" if isinstance(v, int) else f"- {k}: {v}" for k, v in extra.items()]]
-    return "\n".join(lines)
-
-
-def _publish_report(kind: str, label: str, key: str, report: dict, extra: dict, seconds: float) -> None:
-    failed = {k: v for k, v in report.items() if v != 0}
-    artifacts.publish(
-        create_markdown_artifact,
-        key=key,
-        markdown=_report_markdown(f"{label} validation: {'FAILED' if failed else 'passed'}", report, extra),
-        description=f"Independent verification of the {label} result",
-    )
-    if failed:
-        detail = ", ".join(f"{k} ({v})" for k, v in failed.items())
-        artifacts.wait_until_published()  # the report that says why is there when the run fails
-        raise ValidationFailed(f"{label} result failed validation: {detail}; nothing was written")
-    get_run_logger().info("%s validation passed: %d checks in %.3f s", label, len(report), seconds)
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
@@ -418,8 +329,9 @@ def validate_bfs(prepared: Timed, search: Timed, directed: bool, depth_limit: in
     report = verify_bfs(e.src, e.dst, e.n, sources, result.distance, result.predecessor, directed, depth_limit)
     seconds = time.perf_counter() - start
     reached = int((result.distance >= 0).sum())
-    _publish_report("bfs", _label(source_set), artifact_key("bfs-validation", source_set), report,
-                    {"sources": len(sources), "reached vertices": reached, "seconds": round(seconds, 4)}, seconds)
+    artifacts.publish_validation(search_label(source_set), artifact_key("bfs-validation", source_set), report,
+                                 {"sources": len(sources), "reached vertices": reached, "seconds": round(seconds, 4)},
+                                 seconds)
     return Timed(report, seconds)
 
 
@@ -430,79 +342,14 @@ def validate_forest(prepared: Timed, forest: Timed) -> Timed:
     e, chosen = prepared.value.edges, forest.value.edges
     start = time.perf_counter()
     report = verify_forest(e.src, e.dst, e.weight, e.n, chosen)
-    extra = {"forest edges": int(chosen.shape[0]), "total weight": _reported_total(e.weight[chosen])}
+    extra = {"forest edges": int(chosen.shape[0]), "total weight": reported_total(e.weight[chosen])}
     if e.m <= KRUSKAL_LIMIT:
-        weight = be.to_host(e.weight)
-        # Kruskal walks the edges by (weight, row). Given each edge's rank in that order instead
-        # of its weight it accepts the same edges, and the total it sums is then one of ranks,
-        # which weights near 1e308 cannot overflow; both forests' weights are summed exactly here.
-        rank = np.empty(e.m)
-        rank[np.lexsort((np.arange(e.m), weight))] = np.arange(e.m)
-        _, ref_edges = kruskal(be.to_host(e.src), be.to_host(e.dst), rank, e.n)
-        ours = _exact_total(weight[be.to_host(chosen)])
-        report["total weight equals Kruskal's"] = 0 if ours == _exact_total(weight[ref_edges]) else 1
-        report["edge count equals Kruskal's"] = abs(len(ref_edges) - int(chosen.shape[0]))
-        extra["Kruskal total weight"] = _reported_total(weight[ref_edges])
+        checks, extra["Kruskal total weight"] = kruskal_check(e.src, e.dst, e.weight, e.n, chosen)
+        report.update(checks)
     seconds = time.perf_counter() - start
     extra["seconds"] = round(seconds, 4)
-    _publish_report("msf", "MSF", "msf-validation", report, extra, seconds)
+    artifacts.publish_validation("MSF", "msf-validation", report, extra, seconds)
     return Timed(report, seconds)
-
-
-def _exact_total(weights: np.ndarray) -> int:
-    """The exact sum of float64 values, in units of 2**-1074 (the smallest float64): any finite
-    weights, where math.fsum raises once a partial sum passes float64's range."""
-    total = 0
-    for value in weights.tolist():
-        numerator, denominator = value.as_integer_ratio()  # denominator = 2**k, k <= 1074
-        total += numerator << (1075 - denominator.bit_length())
-    return total
-
-
-def _reported_total(weights) -> float | str:
-    """A sum to show (weights on either backend), within 2**-40 of the exact sum relative to
-    it however the weights cancel: a float, or where float64 cannot hold it, its decimal text."""
-    if weights.size == 0:
-        return 0.0
-    xp = be.array_module(weights)
-    # float32 sums overflow at 3.4e38; widened by their bits, as CuPy's own cast reads subnormals as 0
-    values = be.float32_to_float64(weights) if weights.dtype == np.float32 else weights.astype(np.float64, copy=False)
-    with np.errstate(over="ignore"):  # an overflow here sends the sum down the exact path
-        total, height = _sum_in_blocks(values, xp)
-        magnitude, _ = _sum_in_blocks(xp.abs(values), xp)
-    # a float64 sum in which no term passes through more than `height` additions lies within
-    # about height * 2**-53 * sum(|w|) of the exact one (twice that here, for the rounding of
-    # the two sums themselves): enough unless large weights cancel ([1e16, 1, 1, -1e16] sums
-    # to 0, not 2) or a partial sum overflows
-    if math.isfinite(magnitude) and height * 2.0**-52 * magnitude <= 2.0**-40 * abs(total):
-        return total
-    host = be.to_host(values)
-    try:
-        return math.fsum(host.tolist())  # correctly rounded
-    except OverflowError:  # a partial sum beyond float64's range: sum exactly in integers
-        exact = Fraction(_exact_total(host), 2**1074)
-        try:
-            return float(exact)
-        except OverflowError:
-            return f"{Decimal(exact.numerator) / Decimal(exact.denominator):.6e}"
-
-
-SUM_BLOCK = 256
-
-
-def _sum_in_blocks(values, xp) -> tuple[float, int]:
-    """The sum of float64 values as sums of rows of SUM_BLOCK values, then of rows of those sums,
-    and so on; and the most rounded additions any one value passes through, whatever order a
-    backend adds a row in: 765 for 2**24 values, where one reduction over all of them bounds it
-    only by n - 1."""
-    height = 0
-    while values.size > 1:
-        rows = -(-values.size // SUM_BLOCK)
-        height += min(values.size, SUM_BLOCK) - 1
-        padded = xp.zeros(rows * SUM_BLOCK, dtype=np.float64)  # zeros add exactly
-        padded[:values.size] = values
-        values = padded.reshape(rows, SUM_BLOCK).sum(axis=1)
-    return float(values[0]), height
 
 
 def bfs_table(prepared: PreparedEdges, result: BFSResult) -> pa.Table:
@@ -533,12 +380,12 @@ def forest_table(prepared: PreparedEdges, forest: MSFResult) -> pa.Table:
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False)
 def write_results(prepared: Timed, searches: list, outputs: list[str], forest: Timed | None = None,
                   output: str | None = None, compression: str = DEFAULT_COMPRESSION, graph: Timed | None = None,
-                  checks: list = ()) -> dict:
+                  checks: list = ()) -> RunSummary:
     """Every result file of the run at once, each written atomically: OUTPUT/bfs_distances.parquet
     per search (``outputs``, in the order of ``searches``) and OUTPUT/mst_edges.parquet. Then the
     BFS results an earlier run left under OUTPUT that this run does not replace are removed, all
     while no other run publishes into OUTPUT (tasks.edges_io.publish_results). Runs once every
-    check in ``checks`` passed, and returns the run's summary (run_summary), the one product the
+    check in ``checks`` passed, and returns the run's summary (summarize), the one product the
     flow process fetches. The run's last task: the artifacts its process published are on the
     server before it ends (tasks/artifacts.py says how other workers' are)."""
     p: PreparedEdges = prepared.value
@@ -555,7 +402,7 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     for path in removed:
         get_run_logger().info("removed %s, an earlier run's result that this run does not replace", path)
     get_run_logger().info("wrote %d file(s) with %s compression in %.3f s", len(paths), compression, seconds)
-    summary = run_summary(p, graph, searches, forest, checks, paths, seconds)
+    summary = summarize(p, graph, searches, forest, checks, paths, seconds)
     artifacts.wait_until_published()
     return summary
 
@@ -579,106 +426,31 @@ def check_flow_run_going() -> None:
         raise stopping.Stopped(f"the flow run ended ({state.name}: {state.message}) before its results were published")
 
 
-def run_summary(p: PreparedEdges, graph: Timed | None, searches: list, forest: Timed | None, checks: list,
-                outputs: list[str], write_seconds: float) -> dict:
-    """The run's figures, small enough to return to the flow (plain numbers and strings: it is
-    the flow's persisted result): sizes, BFS levels per source set and GTEPS (Graph500: input
-    edges inside the searched component, per second), the forest's size and weight, Boruvka
-    rounds and edges/s, and the seconds of every stage."""
-    summary = {"input": os.path.abspath(p.path), "backend": p.backend, "device": p.device,
-               "vertices": p.edges.n, "edges": p.rows, "self_loops": p.self_loops}
+def summarize(p: PreparedEdges, graph: Timed | None, searches: list, forest: Timed | None, checks: list,
+              outputs: list[str], write_seconds: float) -> RunSummary:
+    """The run's figures (tasks.report.RunSummary), small enough to return to the flow: sizes,
+    BFS levels per source set and GTEPS (Graph500: input edges inside the searched component,
+    per second), the forest's size and weight, Boruvka rounds and edges/s, and the seconds of
+    every stage."""
+    figures: dict = {}
     seconds = {"load": p.read_seconds, "prepare": p.renumber_seconds}
     if searches:
         results = [s.value.result for s in searches]
         traversed = sum(int((r.distance[p.edges.src] >= 0).sum()) for r in results)
         bfs_seconds = sum(s.seconds for s in searches)
-        summary.update({
-            "source_sets": len(searches), "sources": sum(len(s.value.sources) for s in searches),
-            "reached": [int((r.distance >= 0).sum()) for r in results],
-            "levels": [r.levels for r in results],
-            "gteps": round(traversed / bfs_seconds / 1e9, 4) if bfs_seconds > 0 else None,
-        })
+        figures.update(source_sets=len(searches), sources=sum(len(s.value.sources) for s in searches),
+                       reached=[int((r.distance >= 0).sum()) for r in results], levels=[r.levels for r in results],
+                       gteps=round(traversed / bfs_seconds / 1e9, 4) if bfs_seconds > 0 else None)
         seconds.update(csr=graph.seconds, bfs=bfs_seconds)
     if forest is not None:
         f = forest.value
-        summary.update({
-            "forest_edges": int(f.edges.shape[0]), "forest_weight": _reported_total(p.edges.weight[f.edges]),
-            "components": f.components, "rounds": f.rounds,
-            "edges_per_second": round(p.rows / forest.seconds) if forest.seconds > 0 else None,
-        })
+        figures.update(forest_edges=int(f.edges.shape[0]), forest_weight=reported_total(p.edges.weight[f.edges]),
+                       components=f.components, rounds=f.rounds,
+                       edges_per_second=round(p.rows / forest.seconds) if forest.seconds > 0 else None)
         seconds["msf"] = forest.seconds
     seconds.update(validate=sum(c.seconds for c in checks), write=write_seconds)
-    summary.update({f"{stage}_seconds": round(s, 4) for stage, s in seconds.items()})
-    summary["validation"] = "passed"
-    summary["outputs"] = list(outputs)
-    return summary
-
-
-def _number(x) -> str:
-    """Thousands separators; floats without trailing zeros, scientific when very large or small;
-    text (a sum beyond float64's range) as it is."""
-    if isinstance(x, str):
-        return x
-    if isinstance(x, int):
-        return f"{x:,}"
-    if x != 0 and (abs(x) >= 1e15 or abs(x) < 1e-4):
-        return f"{x:.6g}"
-    return f"{x:,.6f}".rstrip("0").rstrip(".")
-
-
-STAGE_NAMES = {"connect": "ranks connecting", "prepare": "renumber", "csr": "CSR build", "bfs": "BFS", "msf": "MSF", "validate": "validation"}
-
-
-def summary_rows(summary: dict) -> list[dict]:
-    """The summary as (quantity, value) rows with units, in the order a reader asks."""
-    s, rows = summary, []
-
-    def row(quantity, value):
-        rows.append({"quantity": quantity, "value": value})
-
-    row("validation", s["validation"])
-    row("input", s["input"])
-    row("vertices", _number(s["vertices"]))
-    row("edges", f"{_number(s['edges'])} input rows ({_number(s['self_loops'])} self-loops, ignored)")
-    if "forest_edges" in s:
-        row("components", _number(s["components"]))
-        row("forest", f"{_number(s['forest_edges'])} edges, total weight {_number(s['forest_weight'])}")
-        row("Boruvka", f"{_number(s['rounds'])} rounds, {_number(s['edges_per_second'] or 0)} edges/s")
-    if "levels" in s:
-        several = s["source_sets"] > 1
-        for k, (levels, reached) in enumerate(zip(s["levels"], s["reached"])):
-            where = f" (source set {k})" if several else ""
-            row(f"BFS{where}", f"{_number(levels)} levels, reached {_number(reached)} of {_number(s['vertices'])} vertices")
-        row("BFS rate", f"{s['gteps'] or 0:.4g} GTEPS ({_number(s['sources'])} sources in {_number(s['source_sets'])} searches)")
-    for key in [k for k in s if k.endswith("_seconds")]:
-        stage = key.removesuffix("_seconds")
-        row(f"{STAGE_NAMES.get(stage, stage)} time", f"{s[key]:,.3f} s")
-    row("backend", f"{s['backend']} on {s['device']}")
-    for path in s["outputs"]:
-        row("output", path)
-    return rows
-
-
-def publish_summary(kind: str, summary: dict) -> None:
-    """The run's summary as a table artifact. Called by the flow itself, not a task, so that the
-    artifact belongs to the flow run and opens its Artifacts tab. Sent while Prefect records the
-    run's end; the flows' task runners wait for it as they close (flows/runners.py). A runner
-    without that wait (one of Prefect's, given by the caller) would let the flow call return
-    before the summary is on the server: the summary is waited for here instead."""
-    artifacts.publish(create_table_artifact, key=f"{kind}-summary", table=summary_rows(summary),
-                      description=f"{kind} run: what it read, computed, checked and wrote")
-    run = FlowRunContext.get()
-    if not getattr(run.task_runner if run else None, "waits_for_published_artifacts", False):
-        artifacts.wait_until_published()
-
-
-def publish_failure(kind: str, input: str, error: BaseException) -> None:
-    """A failed run's summary: what failed and why, in place of the figures."""
-    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    rows = [{"quantity": "validation", "value": "FAILED" if isinstance(error, ValidationFailed) else "not reached"},
-            {"quantity": "input", "value": os.path.abspath(input)},
-            {"quantity": "error", "value": message}]
-    create_table_artifact(key=f"{kind}-summary", table=rows, description=f"{kind} run FAILED: {message}")
+    return run_summary(input=p.path, backend=p.backend, device=p.device, vertices=p.edges.n, edges=p.rows,
+                       self_loops=p.self_loops, seconds=seconds, outputs=outputs, **figures)
 
 
 pickle_by_reference(globals())  # tasks/pickling.py: Dask sends the functions by name

@@ -13,13 +13,13 @@ from tasks.errors import InputError
 # Whole-number settings and their least value.
 WHOLE_NUMBERS = {
     "GRAPH_DASK_MIN_EDGES": 0,  # flows/runners.py: the edges from which `auto` runs on Dask
-    "GRAPH_DASK_WORKERS": 1,  # flows/runners.py: worker processes of a CPU cluster of this machine
+    "GRAPH_DASK_WORKERS": 1,  # tasks/cluster.py: worker processes of a CPU cluster of this machine
     "GRAPH_PROGRESS_MIN_EDGES": 0,  # tasks/graph_tasks.py: the edges from which progress bars are published
 }
 # Durations in seconds, finite and above zero.
 SECONDS = (
     "GRAPH_FLOW_TIMEOUT_SECONDS",  # flows/common.py: a run's time limit
-    "GRAPH_COMM_TIMEOUT",  # tasks/comm.py: how long a partitioned run's rank waits for a silent peer
+    "GRAPH_COMM_TIMEOUT",  # tasks/partitioned/comm_tcp.py: how long a partitioned run's rank waits for a silent peer
 )
 
 

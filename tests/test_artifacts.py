@@ -114,15 +114,13 @@ def test_the_runs_summary_is_on_the_server_when_the_flow_call_returns_even_from_
 
     from flows.mst import mst_flow
     from flows.runners import task_runner
-    from tasks import graph_tasks
-
-    real = graph_tasks.create_table_artifact
+    real = artifacts.create_table_artifact
 
     def slow_server(*args, **kwargs):
         time.sleep(1.0)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(graph_tasks, "create_table_artifact", slow_server)
+    monkeypatch.setattr(artifacts, "create_table_artifact", slow_server)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as cluster:
         chosen = {"threads": lambda: task_runner("threads"),
                   "dask": lambda: task_runner(address=cluster.scheduler_address),

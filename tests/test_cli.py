@@ -13,8 +13,9 @@ import pytest
 from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
-from flows.runners import edge_count, local_workers, resolve_auto
+from flows.runners import edge_count, resolve_auto
 from kernels import backend as be
+from tasks.cluster import local_workers
 from tests.conftest import ROOT
 
 SAMPLE = str(ROOT / "data" / "graph.parquet")
@@ -82,7 +83,7 @@ def test_partitions_from_the_environment_are_checked_too(capsys, monkeypatch):
 ], ids=["default", "auto", "auto-from-environment", "from-environment", "option-beats-environment",
         "several-force-dask"])
 def test_partitions_reach_the_flow_and_several_run_on_dask(argv, environment, partitions, runner, monkeypatch):
-    from flows.cli import build_parser, check, parameters
+    from flows.arguments import build_parser, check, parameters
 
     for name, value in environment.items():
         monkeypatch.setenv(name, value)

@@ -228,9 +228,9 @@ def test_the_projects_tasks_pickle_by_reference_and_its_flows_by_value_without_t
     from flows.bfs import bfs_flow
     from flows.mst import mst_flow
     from flows.pipeline import pipeline_flow
-    from tasks import graph_tasks, partitioned
+    from tasks import graph_tasks, partitioned_tasks
 
-    found = [obj for module in (graph_tasks, partitioned) for obj in vars(module).values()
+    found = [obj for module in (graph_tasks, partitioned_tasks) for obj in vars(module).values()
              if hasattr(obj, "submit") and hasattr(obj, "fn")]
     assert len(found) >= 9  # the seven pipeline tasks and the partitioned ones
     for obj in found:

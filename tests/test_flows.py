@@ -458,13 +458,13 @@ def test_a_sum_of_many_weights_of_one_sign_is_reported_without_the_exact_path(mo
     """16 M positive weights: summed in rows of 256, no weight passes through more than 765
     roundings, so the float64 sum is within 2**-40 of the exact one and is reported as it is
     (summing 16 M Python floats exactly took a GPU run ~0.35 s per sum, twice per pipeline run)."""
-    from tasks import graph_tasks
+    from tasks import forest_weight
 
     weights = np.random.default_rng(5).random(1 << 24)
     exact = math.fsum(weights.tolist())
-    monkeypatch.setattr(graph_tasks.math, "fsum", lambda values: pytest.fail("took the exact path"))
+    monkeypatch.setattr(forest_weight.math, "fsum", lambda values: pytest.fail("took the exact path"))
 
-    total = graph_tasks._reported_total(weights)
+    total = forest_weight.reported_total(weights)
 
-    assert graph_tasks._sum_in_blocks(weights, np)[1] == 3 * 255
+    assert forest_weight.sum_in_blocks(weights, np)[1] == 3 * 255
     assert abs(total - exact) <= 2.0**-40 * exact

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from distributed import Client, LocalCluster
 
-from tasks.partitioned import run_partitioned
+from tasks.partitioned.driver import run_partitioned
 from tests.references import assert_distances, assert_forest
 
 

@@ -299,7 +299,7 @@ def test_a_partitioned_rerun_with_fewer_partitions_and_sets_leaves_no_stale_part
     dataset reader of OUTPUT must find two parts of one set, no third part or second set."""
     from distributed import Client, LocalCluster
 
-    from tasks.partitioned import run_partitioned
+    from tasks.partitioned.driver import run_partitioned
     from tests.references import assert_distances
 
     n = 40

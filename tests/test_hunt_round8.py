@@ -16,7 +16,7 @@ from distributed import Client, LocalCluster
 
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
-from tasks.partitioned import run_partitioned
+from tasks.partitioned.driver import run_partitioned
 from tests.references import assert_distances, assert_forest, kruskal_rows, queue_bfs
 
 pytestmark = pytest.mark.usefixtures("prefect_server")

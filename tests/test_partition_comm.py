@@ -8,7 +8,7 @@ import uuid
 import numpy as np
 import pytest
 
-from tasks.comm import CommError, CommTimeout, Mesh, PeerLost, TcpCommunicator, open_endpoint
+from tasks.partitioned.comm_tcp import CommError, CommTimeout, Mesh, PeerLost, TcpCommunicator, open_endpoint
 
 
 def run_ranks(size, program, timeout=30.0):

@@ -26,7 +26,7 @@ from kernels.graph import build_graph, edge_list, renumber
 from kernels.msf import minimum_spanning_forest
 from kernels.verify import verify_bfs
 from tasks.errors import DeviceMemoryError, InputError
-from tasks.partitioned import PartitionFailed, choose_partitions, count_partitions, run_partitioned
+from tasks.partitioned.driver import PartitionFailed, choose_partitions, count_partitions, run_partitioned
 from tests.conftest import REAL_GRAPHS, realgraphs_dir
 from tests.references import scipy_msf_weight
 
@@ -260,15 +260,15 @@ class _Scheduler:
 def test_a_ranks_own_error_is_reported_when_it_settles_while_its_peers_errors_are_read():
     """Rank 0 fails first with 'rank 2 closed its connection'; rank 2's input error lands while
     the driver is still reading the others. The input error, not the peer's, is the run's."""
-    from tasks.comm import PeerLost
-    from tasks.partitioned import _await_ranks
+    from tasks.partitioned.comm_tcp import PeerLost
+    from tasks.partitioned.driver import await_ranks
 
     cause = InputError("g.parquet: column 'dst' is null at row 249")
     futures = [_Rank(["error"], PeerLost("rank 0: rank 2 closed its connection during alltoallv")),
                _Rank(["pending", "error"], PeerLost("rank 1: connection to rank 2 failed")),
                _Rank(["pending", "error"], cause)]
     with pytest.raises(InputError) as raised:
-        _await_ranks(_Scheduler(), futures, ["w0", "w1", "w2"])
+        await_ranks(_Scheduler(), futures, ["w0", "w1", "w2"])
     assert raised.value is cause
 
 
@@ -437,7 +437,7 @@ def test_the_prefect_task_runs_the_ranks_on_the_flows_dask_workers(client, tmp_p
     from prefect import flow
     from prefect_dask import DaskTaskRunner
 
-    from tasks.partitioned import decide_partitions, partitioned_run
+    from tasks.partitioned_tasks import decide_partitions, partitioned_run
 
     path = realgraphs_dir() / "netscience.parquet"
 

@@ -35,8 +35,8 @@ def client():
 def _nccl_collectives(token, rank, endpoints, unique_id):
     import cupy
 
-    from tasks.comm import Mesh
-    from tasks.comm_nccl import NcclCommunicator
+    from tasks.partitioned.comm_tcp import Mesh
+    from tasks.partitioned.comm_nccl import NcclCommunicator
     from tests.test_partition_comm import collectives
 
     with NcclCommunicator(unique_id, rank, len(endpoints), Mesh.connect(token, rank, endpoints, 60.0)) as comm:
@@ -47,12 +47,12 @@ def _nccl_collectives(token, rank, endpoints, unique_id):
 def test_nccl_collectives_give_what_numpy_gives(client):
     from distributed.comm import get_address_host
 
-    from tasks.comm import open_endpoint
-    from tasks.partitioned import _workers
-    from tasks.partitioned_rank import nccl_unique_id
+    from tasks.partitioned.comm_tcp import open_endpoint
+    from tasks.partitioned.driver import ordered_workers
+    from tasks.partitioned.rank import nccl_unique_id
     from tests.test_partition_comm import check_collectives
 
-    workers = _workers(client)[:2]
+    workers = ordered_workers(client)[:2]
     token = uuid.uuid4().hex
     endpoints = client.gather([client.submit(open_endpoint, token, r, 2, get_address_host(w), workers=[w], pure=False)
                                for r, w in enumerate(workers)])
@@ -65,7 +65,7 @@ def test_nccl_collectives_give_what_numpy_gives(client):
 @two_gpus
 @pytest.mark.parametrize("name", ["rome99", "bitcoinalpha", "luxembourg_osm", "email_eu_core"])
 def test_real_graphs_on_two_gpus_give_the_one_partition_results(client, tmp_path, name):
-    from tasks.partitioned import run_partitioned
+    from tasks.partitioned.driver import run_partitioned
     from tests.conftest import realgraphs_dir
     from tests.test_partitioned import DIRECTED, check_bfs_output, check_forest_output, one_partition, read_columns
 
@@ -86,7 +86,7 @@ def test_real_graphs_on_two_gpus_give_the_one_partition_results(client, tmp_path
 
 @two_gpus
 def test_a_killed_gpu_rank_fails_the_run_cleanly(client, tmp_path):
-    from tasks.partitioned import PartitionFailed, run_partitioned
+    from tasks.partitioned.driver import PartitionFailed, run_partitioned
     from tests.conftest import realgraphs_dir
     from tests.test_partitioned import KillRankAt
 
@@ -114,7 +114,7 @@ def test_workers_sharing_one_gpu_are_refused_before_anything_is_read(tmp_path):
     from distributed import Client, LocalCluster
 
     from tasks.errors import InputError
-    from tasks.partitioned import run_partitioned
+    from tasks.partitioned.driver import run_partitioned
     from tests.conftest import realgraphs_dir
 
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
@@ -134,7 +134,7 @@ def test_one_rank_runs_back_to_back_on_one_gpu_give_the_one_partition_results(tm
     from dask_cuda import LocalCUDACluster
     from distributed import Client
 
-    from tasks.partitioned import run_partitioned
+    from tasks.partitioned.driver import run_partitioned
     from tests.conftest import realgraphs_dir
     from tests.test_partitioned import check_bfs_output, check_forest_output, one_partition, read_columns
 
@@ -163,8 +163,8 @@ def test_a_communicator_is_made_only_after_the_earlier_one_is_destroyed(monkeypa
     import cupy
     from cupy.cuda import nccl
 
-    from tasks.comm import Mesh, open_endpoint
-    from tasks.comm_nccl import NcclCommunicator
+    from tasks.partitioned.comm_tcp import Mesh, open_endpoint
+    from tasks.partitioned.comm_nccl import NcclCommunicator
 
     def destroying() -> bool:
         return any(t.name == "nccl-destroy" and t.is_alive() for t in threading.enumerate())

@@ -17,7 +17,7 @@ from flows.bfs import bfs_flow
 from flows.mst import mst_flow
 from flows.pipeline import pipeline_flow
 from kernels.msf import MSFResult
-from tasks import graph_tasks
+from tasks import graph_tasks, report
 from tests.conftest import ROOT, realgraphs_dir
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -110,7 +110,7 @@ def test_bfs_log_line_summarizes_a_thousand_levels(tmp_path):
     levels = state.result()["levels"][0]
     assert levels > 900 and f"BFS: {levels:,} levels: " in lines[0]
     table = next(a["data"] for a in artifacts_of(state.state_details.flow_run_id) if a["key"] == "bfs-levels")
-    assert table.count("\n| ") <= graph_tasks.TABLE_ROWS + 1
+    assert table.count("\n| ") <= report.TABLE_ROWS + 1
 
 
 def test_parameters_are_checked_before_any_task_runs(tmp_path):

@@ -1,9 +1,9 @@
-"""Graphs over several Dask workers: the driver of a partitioned run, and its Prefect task.
+"""Graphs over several Dask workers: the driver of a partitioned run.
 
 ``run_partitioned`` plans the input from the Parquet footers, picks ``partitions`` workers (one
 rank each, one GPU each on dask-cuda workers), hands out the rendezvous (a TCP endpoint per
 rank, and NCCL's unique id on GPUs) through Dask, starts one long task per worker
-(tasks.partitioned_rank.rank_main) and waits. When every rank has finished, validation
+(tasks.partitioned.rank.rank_main) and waits. When every rank has finished, validation
 included, it moves the staged results into the output directory; when any rank fails it
 cancels the others, deletes the staging directory and raises one error: the first rank's own
 error (a bad input row, a failed validation, ...) when there is one, else which rank was lost.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import shutil
 import threading
 import time
@@ -23,28 +22,22 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from prefect import get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
-
 from kernels import backend as be
 from kernels.footprint import gpu_bytes
-from tasks import artifacts
-from tasks.comm import CommError, comm_timeout, open_endpoint
+from tasks.cluster import local_cluster
 from tasks.edges_io import (
     COMPRESSIONS, DEFAULT_COMPRESSION, integer_vertex_id, prepare_output_dir, publishing, remove_earlier_bfs_results,
 )
 from tasks.errors import DeviceMemoryError, InputError
-from tasks.graph_tasks import (
-    KRUSKAL_LIMIT, _label, _publish_report, artifact_key, bfs_levels_markdown, check_flow_run_going,
-    direction_summary,
-)
+from tasks.forest_weight import KRUSKAL_LIMIT
+from tasks.parameters import OUTPUT_LAYOUTS, parse_partitions, source_plan
+from tasks.partitioned.comm_tcp import CommError, comm_timeout, open_endpoint
+from tasks.partitioned.rank import RunSpec, nccl_unique_id, rank_main
 from tasks.partitioned_io import (
-    BFS_RESULT, FOREST_RESULT, LAYOUTS, InputPlan, check_integer_ids, plan_input, publish, remove_stale_staging,
+    BFS_RESULT, FOREST_RESULT, InputPlan, check_integer_ids, plan_input, publish, remove_stale_staging,
     staging_name,
 )
-from tasks.partitioned_rank import RunSpec, nccl_unique_id, rank_main
-from tasks.pickling import pickle_by_reference
+from tasks.report import RunSummary, run_summary
 
 # distributed is imported where a run needs it: importing a flow (which imports this module)
 # costs no Dask import, as flows.runners promises
@@ -61,17 +54,12 @@ class PartitionFailed(RuntimeError):
     """A partitioned run lost a rank (its worker died) or its ranks stopped talking."""
 
 
-def parse_partitions(value) -> int | str:
-    """``N`` (>= 1) or ``"auto"``, from a CLI or deployment parameter."""
-    if isinstance(value, str) and value.strip().lower() == "auto":
-        return "auto"
+def _requested_partitions(value) -> int | str:
+    """tasks.parameters.parse_partitions, refusing a bad value as an input error."""
     try:
-        count = int(value)
-    except (TypeError, ValueError):
+        return parse_partitions(value)
+    except ValueError:
         raise InputError(f"partitions must be a positive integer or 'auto' (got {value!r})") from None
-    if count < 1:
-        raise InputError(f"partitions must be a positive integer or 'auto' (got {value!r})")
-    return count
 
 
 def rank_bytes(plan: InputPlan, count: int, algorithms=("bfs", "msf"), directed: bool = False) -> int:
@@ -87,7 +75,7 @@ def choose_partitions(requested, rows: int, free: list[int], backend: str, path:
     the CPU); ``need(count)``: bytes each rank needs when there are ``count`` (rank_bytes).
     ``auto`` keeps one partition when the graph fits one GPU, else takes every GPU worker; a
     graph that fits neither is refused with the figures, before anything is read."""
-    requested = parse_partitions(requested)
+    requested = _requested_partitions(requested)
     workers = len(free) if backend == "cupy" else None
     if requested == "auto":
         if backend != "cupy":
@@ -129,7 +117,7 @@ def count_partitions(input: str, partitions="auto", *, backend: str | None = Non
             # create a CUDA context on each in this process
             free = [be.device_memory_free()] * cupy.cuda.runtime.getDeviceCount()
     else:
-        workers = _workers(client)
+        workers = ordered_workers(client)
         backend = next(iter(client.run(be.resolve, backend, workers=workers[:1]).values()))
         free = list(client.run(be.device_memory_free, workers=workers).values()) if backend == "cupy" else []
     count = choose_partitions(partitions, plan.rows, free, backend, plan.path,
@@ -141,51 +129,25 @@ def count_partitions(input: str, partitions="auto", *, backend: str | None = Non
     return count
 
 
-def _source_plan(source, source_sets) -> tuple[list[list], list[str]]:
-    if source and source_sets:
-        raise InputError("give either source (one search) or source_sets (one search per set)")
-    if source:
-        return [list(source)], [BFS_RESULT]
-    if source_sets:
-        return [list(s) for s in source_sets], [f"source-set-{k}/{BFS_RESULT}" for k in range(len(source_sets))]
-    return [], []
-
-
 def _check_integer_ids(path: str, ids: list) -> None:
     for s in ids:
         integer_vertex_id(path, s)
 
 
-def _workers(client) -> list[str]:
+def ordered_workers(client) -> list[str]:
+    """The addresses of ``client``'s workers, by worker name: the order ranks are given out in."""
     info = client.scheduler_info()["workers"]
     return sorted(info, key=lambda a: (str(info[a].get("name")), a))
 
 
 @contextmanager
 def _own_cluster(partitions: int | None, backend: str | None):
-    """A cluster of ``partitions`` single-threaded workers for a run given no client (None: one
-    per GPU, or one on the CPU): GPU workers when the run computes on GPUs (``backend``
-    resolves to cupy), CPU workers told to compute on NumPy otherwise. NCCL_NVLS_ENABLE=0
-    reaches them through the environment."""
+    """A client of this machine's cluster (tasks.cluster.local_cluster) of ``partitions``
+    workers for a run given no client (None: one per GPU, or one on the CPU)."""
     import distributed
 
-    saved = os.environ.get("NCCL_NVLS_ENABLE")
-    os.environ["NCCL_NVLS_ENABLE"] = "0"
-    gpus = be.resolve(backend) == "cupy"
-    try:
-        if gpus:
-            from dask_cuda import LocalCUDACluster
-
-            cluster = LocalCUDACluster(n_workers=partitions, protocol="tcp", dashboard_address=None)
-        else:
-            cluster = distributed.LocalCluster(n_workers=partitions or 1, threads_per_worker=1, dashboard_address=None,
-                                               env={"GRAPH_BACKEND": "numpy"})
-    finally:
-        if saved is None:
-            os.environ.pop("NCCL_NVLS_ENABLE", None)
-        else:
-            os.environ["NCCL_NVLS_ENABLE"] = saved
-    with cluster, distributed.Client(cluster) as client:
+    with local_cluster(partitions or (None if be.resolve(backend) == "cupy" else 1), backend,
+                       dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         yield client
 
 
@@ -194,7 +156,7 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
                     depth_limit: int | None = None, src_col: str = "src", dst_col: str = "dst",
                     weight_col: str | None = "weight", backend: str | None = None, output_layout: str = "file",
                     compression: str = DEFAULT_COMPRESSION, client=None, timeout: float | None = None,
-                    check=None) -> dict:
+                    check=None) -> RunSummary:
     """BFS from ``source`` (one search) or ``source_sets`` (one search each) and, if ``forest``,
     the minimum spanning forest of the Parquet edge list ``input``, over ``partitions`` Dask
     workers of ``client`` (a LocalCluster of that many workers when None). Results go to
@@ -202,13 +164,14 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
     (``"dataset"``), only after every result verified; ``check()``, called just before the first
     result is moved into place, may still refuse (raise). Returns the run's summary."""
     started = time.perf_counter()
-    if output_layout not in LAYOUTS:
-        raise InputError(f"output layout must be one of {', '.join(LAYOUTS)} (got {output_layout!r})")
+    if output_layout not in OUTPUT_LAYOUTS:
+        raise InputError(f"output layout must be one of {', '.join(OUTPUT_LAYOUTS)} (got {output_layout!r})")
     if compression not in COMPRESSIONS:
         raise InputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
     if depth_limit is not None and depth_limit < 0:
         raise InputError(f"depth limit must be >= 0 (got {depth_limit})")
-    sets, bfs_results = _source_plan(source, source_sets)
+    searches = source_plan(source, source_sets, required=False)
+    sets, bfs_results = searches.sets, searches.results(BFS_RESULT)
     if not sets and not forest:
         raise InputError("nothing to compute: give a BFS source or ask for the forest")
     plan = plan_input(input, src_col, dst_col, weight_col if forest else None)
@@ -217,7 +180,7 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
             raise InputError(f"{plan.path}: a BFS source set is empty")
         _check_integer_ids(plan.path, ids)
     if client is None:
-        count = parse_partitions(partitions)
+        count = _requested_partitions(partitions)
         with _own_cluster(None if count == "auto" else count, backend) as own:
             return _drive(own, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
                           output, output_layout, compression, timeout, started, check)
@@ -239,10 +202,10 @@ def _check_one_gpu_each(client, workers: list[str]) -> None:
 
 
 def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend, output, layout,
-           compression, timeout, started, check=None) -> dict:
+           compression, timeout, started, check=None) -> RunSummary:
     from distributed.comm import get_address_host
 
-    workers = _workers(client)
+    workers = ordered_workers(client)
     backends = client.run(be.resolve, backend, workers=workers)
     if len(set(backends.values())) > 1:
         raise InputError(f"the Dask workers disagree on the backend ({backends}); give --backend")
@@ -282,7 +245,7 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
         futures = [client.submit(rank_main, spec, rank, workers=[w], allow_other_workers=False, pure=False,
                                  retries=0, key=f"partitioned-rank-{rank}-{token}")
                    for rank, w in enumerate(workers)]
-        summaries = _await_ranks(client, futures, workers)
+        summaries = await_ranks(client, futures, workers)
         with publishing(out):  # other runs into this output wait (tasks.edges_io.publishing)
             if check is not None:
                 check()
@@ -301,19 +264,16 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
         raise
     shutil.rmtree(staging, ignore_errors=True)
     device = client.run(be.device_name, backend, workers=[workers[0]])[workers[0]]
-    # the keys of a one-partition run's summary (tasks.graph_tasks.run_summary), and the partitions
-    summary = {"input": os.path.abspath(plan.path), "backend": backend, "device": f"{device}, {size} partitions",
-               "partitions": size, "layout": layout, **summaries[0]}
-    seconds = summary.pop("seconds")
-    for stage in seconds:  # a stage lasts as long as its slowest rank
-        summary[f"{stage}_seconds"] = round(max(s["seconds"].get(stage, 0.0) for s in summaries), 4)
-    summary["validation"] = "passed"  # (a failed check raised on the ranks)
-    summary["outputs"] = placed
+    figures = dict(summaries[0])  # every rank holds the run's figures after the reductions
+    # a stage lasts as long as its slowest rank
+    seconds = {stage: max(s["seconds"].get(stage, 0.0) for s in summaries) for stage in figures.pop("seconds")}
+    summary = run_summary(input=plan.path, backend=backend, device=f"{device}, {size} partitions", seconds=seconds,
+                          outputs=placed, partitions=size, layout=layout, **figures)  # (a failed check raised on the ranks)
     summary["total_seconds"] = round(time.perf_counter() - started, 3)
     return summary
 
 
-def _await_ranks(client, futures, workers) -> list[dict]:
+def await_ranks(client, futures, workers) -> list[dict]:
     """Every rank's summary; on the first failure, the error that explains it."""
     errors: dict[int, BaseException] = {}
     lost: dict[int, str] = {}
@@ -363,72 +323,3 @@ def _cause(errors: dict[int, BaseException], lost: dict[int, str]) -> BaseExcept
         return PartitionFailed(f"partitioned run failed: the worker of rank {rank}{where} died; nothing was written")
     rank = min(errors)
     return PartitionFailed(f"partitioned run failed: {errors[rank]}; nothing was written")
-
-
-@task(cache_policy=NO_CACHE, persist_result=False)
-def partitioned_run(input: str, output: str, partitions=2, **options) -> dict:
-    """A whole partitioned run (see run_partitioned); publishes the validation reports as the
-    one-partition run's tasks do (bfs-validation[-source-set-K], msf-validation) and returns the
-    summary without them. On a Dask worker this task leaves its worker thread while the ranks
-    run, so a rank can run on its worker too; elsewhere (threads runner) the run starts its own
-    cluster."""
-    import distributed
-
-    try:
-        distributed.get_worker()
-    except ValueError:
-        summary = run_partitioned(input, output, partitions, check=check_flow_run_going, **options)
-    else:
-        with distributed.worker_client() as client:
-            summary = run_partitioned(input, output, partitions, client=client, check=check_flow_run_going,
-                                      **options)
-    validate_seconds = summary.get("validate_seconds", 0.0)
-    keyed = options.get("source_sets") is not None
-    # each search's levels, as a one-partition run's search task publishes them (bfs-levels)
-    for k, frontiers in enumerate(summary.pop("frontiers", [])):
-        source_set = k if keyed else None
-        steps, times = summary["steps"][k], summary["level_times"][k]
-        rows = [(level + 1, frontiers[level], times[level]) for level in range(len(steps))]
-        label = _label(source_set)
-        artifacts.publish(create_markdown_artifact, key=artifact_key("bfs-levels", source_set),
-                          markdown=bfs_levels_markdown(f"{label}: levels", steps, rows, summary["vertices"]),
-                          description=f"{label}: direction, frontier size and seconds per level")
-        get_run_logger().info("%s: %s, reached %s of %s vertices in %.3f s (%d partitions)", label,
-                              direction_summary(steps), f"{summary['reached'][k]:,}", f"{summary['vertices']:,}",
-                              sum(times), summary["partitions"])
-    for k, report in enumerate(summary.pop("bfs_validation", [])):
-        source_set = k if keyed else None
-        extra = {"sources": len(options["source_sets"][k]) if keyed else len(options["source"]),
-                 "reached vertices": summary["reached"][k], "partitions": summary["partitions"],
-                 "seconds (every check of the run)": validate_seconds}
-        _publish_report("bfs", _label(source_set), artifact_key("bfs-validation", source_set), report, extra,
-                        validate_seconds)
-    if "msf_validation" in summary:
-        extra = {"forest edges": summary["forest_edges"], "total weight": summary["forest_weight"],
-                 "partitions": summary["partitions"], "seconds (every check of the run)": validate_seconds}
-        _publish_report("msf", "MSF", "msf-validation", summary.pop("msf_validation"), extra, validate_seconds)
-    artifacts.wait_until_published()  # the run's one task: its reports are on the server when it ends
-    get_run_logger().info("partitioned run on %d ranks, layout %s: wrote %s", summary["partitions"], summary["layout"],
-                          ", ".join(summary["outputs"]))
-    return summary
-
-
-@task(cache_policy=NO_CACHE, persist_result=False)
-def decide_partitions(input: str, partitions="auto", backend: str | None = None, src_col: str = "src",
-                      dst_col: str = "dst", weight_col: str | None = None, algorithms: tuple = ("bfs", "msf"),
-                      directed: bool = False) -> int:
-    """How many partitions the run will use (count_partitions, asked of the task runner's
-    cluster when this task runs on a Dask worker): 1 means the one-partition recipe."""
-    import distributed
-
-    options = dict(backend=backend, src_col=src_col, dst_col=dst_col, weight_col=weight_col, algorithms=algorithms,
-                   directed=directed)
-    try:
-        distributed.get_worker()
-    except ValueError:
-        return count_partitions(input, partitions, **options)
-    with distributed.worker_client() as client:
-        return count_partitions(input, partitions, client=client, **options)
-
-
-pickle_by_reference(globals())  # tasks/pickling.py: Dask sends the functions by name

@@ -20,10 +20,10 @@ import pyarrow as pa
 from kernels import backend as be
 from kernels.partitioned import bfs_partitioned, build_local_graph, fetch, locate, msf_partitioned, renumber_partitioned
 from kernels.partitioned_verify import verify_bfs_partitioned, verify_forest_partitioned
-from tasks.comm import Mesh, TcpCommunicator
+from tasks.partitioned.comm_tcp import Mesh, TcpCommunicator
 from tasks.edges_io import _Signs, _unify_signs
 from tasks.errors import DeviceMemoryError, InputError, ValidationFailed
-from tasks.graph_tasks import _reported_total
+from tasks.forest_weight import reported_total
 from tasks.partitioned_io import FOREST_RESULT, InputPlan, bfs_table, forest_table, merge_parts, read_share, write_parts
 
 log = logging.getLogger("graph.partitioned")
@@ -61,7 +61,7 @@ def nccl_unique_id() -> tuple:
 
 def _communicator(spec: RunSpec, rank: int, mesh: Mesh):
     if spec.backend == "cupy":
-        from tasks.comm_nccl import NcclCommunicator
+        from tasks.partitioned.comm_nccl import NcclCommunicator
 
         return NcclCommunicator(spec.nccl_id, rank, spec.size, mesh)
     return TcpCommunicator(mesh)
@@ -210,7 +210,7 @@ class _Rank:
             self.summary.update(msf_validation=report, forest_edges=int(forest.rows.shape[0]),
                                 components=forest.components, rounds=forest.rounds, merges=forest.merges,
                                 msf_stage_times=forest.stage_times,
-                                forest_weight=_reported_total(weights))
+                                forest_weight=reported_total(weights))
             msf_seconds = self.seconds.get("msf", 0.0)
             self.summary["edges_per_second"] = round(spec.plan.rows / msf_seconds) if msf_seconds > 0 else None
             bad = [f"{k} ({v})" for k, v in report.items() if v != 0]

@@ -6,7 +6,7 @@
   (skipped when the caller knows what it receives), then grouped ncclSend / ncclRecv. broadcast:
   the length, then the data.
 - NCCL calls only enqueue work; each collective then waits for its stream by polling, and while
-  it polls it watches the run's TCP mesh (tasks.comm.Mesh): a peer whose process died or that
+  it polls it watches the run's TCP mesh (tasks.partitioned.comm_tcp.Mesh): a peer whose process died or that
   gave up closes its connections, and this rank then aborts its communicator (ncclCommAbort,
   which makes the spinning kernels return) and raises PeerLost instead of hanging. A collective
   that outlasts the timeout aborts too (CommTimeout). The communicator's creation (which blocks
@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from tasks.comm import CommError, CommTimeout, Mesh, PeerLost
+from tasks.partitioned.comm_tcp import CommError, CommTimeout, Mesh, PeerLost
 
 os.environ["NCCL_NVLS_ENABLE"] = "0"
 

@@ -1,0 +1,216 @@
+"""What a run reports, as text and data: the run's summary (``RunSummary``, one schema for the
+one-partition and the partitioned run), its terminal line (``describe``) and its table rows
+(``summary_rows``), and the markdown of the per-level BFS, per-round Boruvka and validation
+artifacts. Nothing here talks to Prefect (tasks/artifacts.py publishes) or computes on arrays:
+the partitioned driver builds its summary with this module too.
+"""
+from __future__ import annotations
+
+import os
+from typing import NotRequired, TypedDict
+
+
+class RunSummary(TypedDict):
+    """A run's figures: the flows' persisted result (JSON: plain numbers, strings and lists), the
+    table in the UI and the terminal line. Seconds are wall-clock seconds of a stage (in a
+    partitioned run, of its slowest rank)."""
+
+    input: str  # absolute path of the input
+    backend: str  # numpy or cupy
+    device: str  # what computed ("NVIDIA H200", "CPU ...", with ", N partitions" when partitioned)
+    vertices: int  # distinct vertex ids
+    edges: int  # input rows, self-loops included
+    self_loops: int
+    validation: str  # "passed" (a run whose validation fails has no summary: it failed)
+    outputs: list[str]  # absolute paths of the results written
+    total_seconds: NotRequired[float]  # from the flow's start to its summary (set by the flow)
+    # BFS (flows bfs and pipeline); lists are per search, in the order of the source sets
+    source_sets: NotRequired[int]  # searches run
+    sources: NotRequired[int]  # source ids over every search
+    reached: NotRequired[list[int]]  # vertices at a finite distance
+    levels: NotRequired[list[int]]
+    gteps: NotRequired[float | None]  # Graph500: input edges in the searched components per ns
+    # the minimum spanning forest (flows mst and pipeline)
+    forest_edges: NotRequired[int]
+    forest_weight: NotRequired[float | str]  # tasks.forest_weight.reported_total: text beyond float64
+    components: NotRequired[int]  # trees of the forest, isolated vertices included
+    rounds: NotRequired[int]  # Boruvka rounds
+    edges_per_second: NotRequired[int | None]  # input edges per second of the forest's stage
+    # stage seconds, in the order the stages run (STAGES)
+    connect_seconds: NotRequired[float]
+    load_seconds: NotRequired[float]
+    prepare_seconds: NotRequired[float]
+    csr_seconds: NotRequired[float]
+    bfs_seconds: NotRequired[float]
+    msf_seconds: NotRequired[float]
+    validate_seconds: NotRequired[float]
+    write_seconds: NotRequired[float]
+    # partitioned runs only
+    partitions: NotRequired[int]
+    layout: NotRequired[str]  # "file" or "dataset"
+    merges: NotRequired[int]  # components merged across partitions by the forest
+    msf_stage_times: NotRequired[dict]  # seconds of the forest's local and global stages
+    steps: NotRequired[list[list[str]]]  # per search: each level's direction
+    level_times: NotRequired[list[list[float]]]  # per search: each level's seconds
+    frontiers: NotRequired[list[list[int]]]  # per search: the frontier after each level
+    bfs_validation: NotRequired[list[dict]]  # per search: check -> violations
+    msf_validation: NotRequired[dict]
+
+
+# Stage names (the ``<stage>_seconds`` keys) in the order they run, and as the summary shows them.
+STAGES = {"connect": "ranks connecting", "load": "load", "prepare": "renumber", "csr": "CSR build", "bfs": "BFS",
+          "msf": "MSF", "validate": "validation", "write": "write"}
+
+
+def run_summary(*, input: str, backend: str, device: str, vertices: int, edges: int, self_loops: int,
+                seconds: dict[str, float], outputs: list[str], **figures) -> RunSummary:
+    """A passed run's summary. ``figures``: the BFS, forest and partitioned keys of RunSummary
+    that the run has; ``seconds``: per stage name of STAGES."""
+    unknown = set(figures) - set(RunSummary.__annotations__)
+    unknown |= {stage for stage in seconds if stage not in STAGES}
+    if unknown:
+        raise KeyError(f"not in RunSummary's schema: {', '.join(sorted(unknown))}")
+    summary = RunSummary(input=os.path.abspath(input), backend=backend, device=device, vertices=vertices,
+                         edges=edges, self_loops=self_loops, validation="passed", outputs=list(outputs))
+    summary.update(figures)
+    summary.update({f"{stage}_seconds": round(seconds[stage], 4) for stage in STAGES if stage in seconds})
+    return summary
+
+
+def count(n: int, one: str, many: str | None = None) -> str:
+    """'1 vertex', '2 vertices', '1,035 levels'."""
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
+def number(x) -> str:
+    """Thousands separators; floats without trailing zeros, scientific when very large or small;
+    text (a sum beyond float64's range) as it is."""
+    if isinstance(x, str):
+        return x
+    if isinstance(x, int):
+        return f"{x:,}"
+    if x != 0 and (abs(x) >= 1e15 or abs(x) < 1e-4):
+        return f"{x:.6g}"
+    return f"{x:,.6f}".rstrip("0").rstrip(".")
+
+
+def describe(kind: str, s: RunSummary) -> str:
+    """One line for the terminal: what was computed and that it was checked."""
+    parts = [f"{count(s['vertices'], 'vertex', 'vertices')}, {count(s['edges'], 'edge')}"]
+    if "levels" in s:
+        parts.append("BFS " + ", ".join(count(n, "level") for n in s["levels"]))
+    if "forest_edges" in s:
+        weight = s["forest_weight"]  # a float, or decimal text where float64 cannot hold the sum
+        parts.append(f"forest of {count(s['forest_edges'], 'edge')}, weight "
+                     f"{f'{weight:,.6g}' if isinstance(weight, float) else weight}, "
+                     f"{count(s['components'], 'component')}")
+    return f"{kind}: {'; '.join(parts)}; validation {s['validation']} ({s['total_seconds']:.2f} s)"
+
+
+def summary_rows(summary: RunSummary) -> list[dict]:
+    """The summary as (quantity, value) rows with units, in the order a reader asks."""
+    s, rows = summary, []
+
+    def row(quantity, value):
+        rows.append({"quantity": quantity, "value": value})
+
+    row("validation", s["validation"])
+    row("input", s["input"])
+    row("vertices", number(s["vertices"]))
+    row("edges", f"{number(s['edges'])} input rows ({number(s['self_loops'])} self-loops, ignored)")
+    if "forest_edges" in s:
+        row("components", number(s["components"]))
+        row("forest", f"{number(s['forest_edges'])} edges, total weight {number(s['forest_weight'])}")
+        row("Boruvka", f"{number(s['rounds'])} rounds, {number(s['edges_per_second'] or 0)} edges/s")
+    if "levels" in s:
+        several = s["source_sets"] > 1
+        for k, (levels, reached) in enumerate(zip(s["levels"], s["reached"])):
+            where = f" (source set {k})" if several else ""
+            row(f"BFS{where}", f"{number(levels)} levels, reached {number(reached)} of {number(s['vertices'])} vertices")
+        row("BFS rate", f"{s['gteps'] or 0:.4g} GTEPS ({number(s['sources'])} sources in {number(s['source_sets'])} searches)")
+    for key in [k for k in s if k.endswith("_seconds")]:
+        stage = key.removesuffix("_seconds")
+        row(f"{STAGES.get(stage, stage)} time", f"{s[key]:,.3f} s")
+    row("backend", f"{s['backend']} on {s['device']}")
+    for path in s["outputs"]:
+        row("output", path)
+    return rows
+
+
+def failure_rows(input: str, message: str, validation_failed: bool) -> list[dict]:
+    """A failed run's summary table: what failed and why, in place of the figures."""
+    return [{"quantity": "validation", "value": "FAILED" if validation_failed else "not reached"},
+            {"quantity": "input", "value": os.path.abspath(input)},
+            {"quantity": "error", "value": message}]
+
+
+def artifact_key(name: str, source_set: int | None) -> str:
+    """bfs-levels, or bfs-levels-source-set-2 for the third of several source sets."""
+    return name if source_set is None else f"{name}-source-set-{source_set}"
+
+
+def search_label(source_set: int | None) -> str:
+    """How logs and artifacts name a search: 'BFS', or 'BFS source set 2' of several."""
+    return "BFS" if source_set is None else f"BFS source set {source_set}"
+
+
+def direction_summary(steps: list[str]) -> str:
+    """'1,035 levels: 520 top-down, 515 bottom-up': the count of each kind of step, in order of
+    first use (the GPU's kinds carry their form: top-down/edge, top-down/fused, ...)."""
+    counts: dict[str, int] = {}
+    for step in steps:
+        counts[step] = counts.get(step, 0) + 1
+    kinds = ", ".join(f"{n:,} {kind}" for kind, n in counts.items())
+    return f"{len(steps):,} levels" + (f": {kinds}" if kinds else "")
+
+
+# Markdown tables longer than this are grouped into ranges of consecutive levels (road networks
+# take ~1,000 levels; a grid 6,000): the table shows the search's shape, not every step.
+TABLE_ROWS = 100
+
+
+def bfs_levels_markdown(title: str, steps: list[str], rows: list[tuple], n: int) -> str:
+    """Level, direction, frontier size after the step and seconds, per reported step; ``rows``
+    are (last level of the step, frontier size, seconds), as tasks.graph_tasks.StepLog records
+    them."""
+    spans, previous = [], 0
+    for level, frontier, seconds in rows:  # a GPU batch of fused levels reports once
+        kinds = sorted(set(steps[previous:level])) or ["-"]
+        spans.append((previous + 1, level, "/".join(kinds), frontier, seconds))
+        previous = level
+    group = max(1, -(-len(spans) // TABLE_ROWS))
+    lines = [f"# {title}", "", f"{direction_summary(steps)} over {n:,} vertices; "
+             f"{sum(r[2] for r in rows):.4f} s in all."]
+    if group > 1:
+        lines.append(f"Each row covers {group} consecutive steps; frontier is the largest among them.")
+    lines += ["", "| levels | direction | frontier (vertices) | seconds |", "|---:|---|---:|---:|"]
+    for k in range(0, len(spans), group):
+        part = spans[k:k + group]
+        first, last = part[0][0], part[-1][1]
+        directions = {}
+        for _, _, kind, _, _ in part:
+            directions[kind] = directions.get(kind, 0) + 1
+        direction = ", ".join(kind if len(directions) == 1 else f"{c} {kind}" for kind, c in directions.items())
+        levels = f"{first:,}" if first == last else f"{first:,}-{last:,}"
+        lines.append(f"| {levels} | {direction} | {max(p[3] for p in part):,} | {sum(p[4] for p in part):.6f} |")
+    return "\n".join(lines)
+
+
+def msf_rounds_markdown(rounds: int, bands: int, rows: list[tuple], m: int, seconds: float) -> str:
+    """Round, edges still crossing components after it, seconds; ``rows`` as StepLog records
+    them ((rounds done, edges left, seconds))."""
+    lines = ["# Boruvka rounds", "",
+             f"{rounds:,} rounds in {bands:,} weight bands over {m:,} edges; "
+             f"{seconds:.4f} s in all (the sort of each band is counted in its first round).", "",
+             "| round | edges still crossing components | seconds |", "|---:|---:|---:|"]
+    lines += [f"| {r:,} | {left:,} | {sec:.6f} |" for r, left, sec in rows]
+    return "\n".join(lines)
+
+
+def validation_markdown(title: str, report: dict[str, int], extra: dict) -> str:
+    """A validation report (check -> violations) as a pass/FAIL table, then ``extra``'s figures."""
+    lines = [f"# {title}", "", "| check | result | violations |", "|---|---|---:|"]
+    for name, violations in report.items():
+        lines.append(f"| {name} | {'pass' if violations == 0 else 'FAIL'} | {violations:,} |")
+    lines += ["", *[f"- {k}: {v:,}" if isinstance(v, int) else f"- {k}: {v}" for k, v in extra.items()]]
+    return "\n".join(lines)
