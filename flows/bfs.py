@@ -28,10 +28,10 @@ from flows.common import (
 from flows.runners import ChosenAtRunStart
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
-    breadth_first_search, build_csr, load_edges, validate_bfs, write_results,
+    breadth_first_search, build_csr, load_edges, results_writer, validate_bfs,
 )
 from tasks.parameters import source_plan
-from tasks.partitioned_tasks import partitioned_run
+from tasks.partitioned_tasks import partitioned_runner
 
 
 @flow(name="bfs", flow_run_name=RunName("bfs"), task_runner=ChosenAtRunStart(), log_prints=True,
@@ -64,20 +64,23 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
     outputs = plan.directories(output)
     count = partition_count("bfs", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             algorithms=("bfs",), directed=directed)
-    check_output_paths(input, [Path(o) / "bfs_distances.parquet" for o in outputs], directories=count > 1)
+    results = [str(Path(o) / "bfs_distances.parquet") for o in outputs]
+    check_output_paths(input, results, directories=count > 1)
     if count > 1:
-        summary = partitioned_run.submit(input, output, count, source=source, source_sets=source_sets, forest=False,
-                                         directed=directed, depth_limit=depth_limit, src_col=src_col, dst_col=dst_col,
-                                         weight_col=None, backend=backend, output_layout=output_layout,
-                                         compression=compression)
+        run = partitioned_runner(results, input)
+        summary = run.submit(input, output, count, source=source, source_sets=source_sets, forest=False,
+                             directed=directed, depth_limit=depth_limit, src_col=src_col, dst_col=dst_col,
+                             weight_col=None, backend=backend, output_layout=output_layout,
+                             compression=compression)
         return finish("bfs", input, summary, started, [summary])
     prepared = load_edges.submit(input, src_col, dst_col, None, backend, ("bfs",), directed)
     graph = build_csr.submit(prepared, directed)
     searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), plan.sets, unmapped(depth_limit),
                                         plan.keys)
     checks = validate_bfs.map(unmapped(prepared), searches, unmapped(directed), unmapped(depth_limit), plan.keys)
-    summary = write_results.submit(prepared, searches, outputs, output=output, compression=compression, graph=graph,
-                                   checks=checks)
+    write = results_writer(results, input)
+    summary = write.submit(prepared, searches, outputs, output=output, compression=compression, graph=graph,
+                           checks=checks)
     return finish("bfs", input, summary, started, [prepared, graph, searches, checks, summary])
 
 

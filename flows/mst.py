@@ -23,9 +23,9 @@ from flows.common import (
 from flows.runners import ChosenAtRunStart
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
-    load_edges, spanning_forest, validate_forest, write_results,
+    load_edges, results_writer, spanning_forest, validate_forest,
 )
-from tasks.partitioned_tasks import partitioned_run
+from tasks.partitioned_tasks import partitioned_runner
 
 
 @flow(name="mst", flow_run_name=RunName("mst"), task_runner=ChosenAtRunStart(), log_prints=True,
@@ -51,16 +51,19 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
     input, output = run_paths(input, output)
     count = partition_count("mst", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             weight_col=weight_col, algorithms=("msf",))
-    check_output_paths(input, [Path(output) / "mst_edges.parquet"], directories=count > 1)
+    results = [str(Path(output) / "mst_edges.parquet")]
+    check_output_paths(input, results, directories=count > 1)
     if count > 1:
-        summary = partitioned_run.submit(input, output, count, forest=True, src_col=src_col, dst_col=dst_col,
-                                         weight_col=weight_col, backend=backend, output_layout=output_layout,
-                                         compression=compression)
+        run = partitioned_runner(results, input)
+        summary = run.submit(input, output, count, forest=True, src_col=src_col, dst_col=dst_col,
+                             weight_col=weight_col, backend=backend, output_layout=output_layout,
+                             compression=compression)
         return finish("mst", input, summary, started, [summary])
     prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("msf",))
     forest = spanning_forest.submit(prepared)
     check = validate_forest.submit(prepared, forest)
-    summary = write_results.submit(prepared, [], [], forest, output, compression, checks=[check])
+    write = results_writer(results, input)
+    summary = write.submit(prepared, [], [], forest, output, compression, checks=[check])
     return finish("mst", input, summary, started, [prepared, forest, check, summary])
 
 

@@ -23,10 +23,10 @@ from flows.common import (
 from flows.runners import ChosenAtRunStart
 from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
-    breadth_first_search, build_csr, load_edges, spanning_forest, validate_bfs, validate_forest, write_results,
+    breadth_first_search, build_csr, load_edges, spanning_forest, results_writer, validate_bfs, validate_forest,
 )
 from tasks.parameters import source_plan
-from tasks.partitioned_tasks import partitioned_run
+from tasks.partitioned_tasks import partitioned_runner
 
 
 @flow(name="pipeline", flow_run_name=RunName("pipeline"), task_runner=ChosenAtRunStart(), log_prints=True,
@@ -60,13 +60,14 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
     outputs = plan.directories(output)
     count = partition_count("pipeline", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             weight_col=weight_col, algorithms=("bfs", "msf"), directed=directed)
-    check_output_paths(input, [*(Path(o) / "bfs_distances.parquet" for o in outputs), Path(output) / "mst_edges.parquet"],
-                       directories=count > 1)
+    results = [*(str(Path(o) / "bfs_distances.parquet") for o in outputs), str(Path(output) / "mst_edges.parquet")]
+    check_output_paths(input, results, directories=count > 1)
     if count > 1:
-        summary = partitioned_run.submit(input, output, count, source=source, source_sets=source_sets, forest=True,
-                                         directed=directed, depth_limit=depth_limit, src_col=src_col, dst_col=dst_col,
-                                         weight_col=weight_col, backend=backend, output_layout=output_layout,
-                                         compression=compression)
+        run = partitioned_runner(results, input)
+        summary = run.submit(input, output, count, source=source, source_sets=source_sets, forest=True,
+                             directed=directed, depth_limit=depth_limit, src_col=src_col, dst_col=dst_col,
+                             weight_col=weight_col, backend=backend, output_layout=output_layout,
+                             compression=compression)
         return finish("pipeline", input, summary, started, [summary])
     prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("bfs", "msf"), directed)
     graph = build_csr.submit(prepared, directed)
@@ -75,7 +76,9 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
     forest = spanning_forest.submit(prepared)
     checks = [*validate_bfs.map(unmapped(prepared), searches, unmapped(directed), unmapped(depth_limit), plan.keys),
               validate_forest.submit(prepared, forest)]
-    summary = write_results.submit(prepared, searches, outputs, forest, output, compression, graph=graph, checks=checks)
+    write = results_writer(results, input)
+    summary = write.submit(prepared, searches, outputs, forest, output, compression, graph=graph,
+                           checks=checks)
     return finish("pipeline", input, summary, started, [prepared, graph, searches, forest, checks, summary])
 
 

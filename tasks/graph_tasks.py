@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from prefect import get_run_logger, task
+from prefect import Task, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 
@@ -40,6 +40,7 @@ from tasks.edges_io import (
 )
 from tasks.errors import DeviceMemoryError, InputError, OutputError
 from tasks.forest_weight import KRUSKAL_LIMIT, kruskal_check, reported_total
+from tasks.lineage import materializing
 from tasks.pickling import pickle_by_reference
 from tasks.report import (
     RunSummary, artifact_key, bfs_levels_markdown, direction_summary, msf_rounds_markdown, run_summary, search_label,
@@ -377,7 +378,11 @@ def forest_table(prepared: PreparedEdges, forest: MSFResult) -> pa.Table:
     return pa.table({"src": src, "dst": dst, "weight": pa.array(be.to_host(e.weight[rows]))})
 
 
-@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False)
+WRITE_OPTIONS = dict(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE,
+                     persist_result=False)
+
+
+@task(**WRITE_OPTIONS)
 def write_results(prepared: Timed, searches: list, outputs: list[str], forest: Timed | None = None,
                   output: str | None = None, compression: str = DEFAULT_COMPRESSION, graph: Timed | None = None,
                   checks: list = ()) -> RunSummary:
@@ -405,6 +410,12 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     summary = summarize(p, graph, searches, forest, checks, paths, seconds)
     artifacts.wait_until_published()
     return summary
+
+
+def results_writer(results: list, input: str) -> Task:
+    """write_results, materializing the run's RESULTS (paths or URIs) from INPUT as Prefect
+    assets (tasks/lineage.py)."""
+    return materializing(write_results, WRITE_OPTIONS, results, input)
 
 
 def check_flow_run_going() -> None:

@@ -4,18 +4,22 @@ asks how many partitions a run will use; ``partitioned_run`` runs it whole and p
 levels and validation reports as the one-partition run's tasks do."""
 from __future__ import annotations
 
-from prefect import get_run_logger, task
+from prefect import Task, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from tasks import artifacts
 from tasks.graph_tasks import check_flow_run_going
+from tasks.lineage import materializing
 from tasks.partitioned.driver import count_partitions, run_partitioned
 from tasks.pickling import pickle_by_reference
 from tasks.report import RunSummary, artifact_key, bfs_levels_markdown, direction_summary, search_label
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+RUN_OPTIONS = dict(cache_policy=NO_CACHE, persist_result=False)
+
+
+@task(**RUN_OPTIONS)
 def partitioned_run(input: str, output: str, partitions=2, **options) -> RunSummary:
     """A whole partitioned run (see run_partitioned); publishes the validation reports as the
     one-partition run's tasks do (bfs-validation[-source-set-K], msf-validation) and returns the
@@ -61,6 +65,12 @@ def partitioned_run(input: str, output: str, partitions=2, **options) -> RunSumm
     get_run_logger().info("partitioned run on %d ranks, layout %s: wrote %s", summary["partitions"], summary["layout"],
                           ", ".join(summary["outputs"]))
     return summary
+
+
+def partitioned_runner(results: list, input: str) -> Task:
+    """partitioned_run, materializing the run's RESULTS (paths or URIs) from INPUT as Prefect
+    assets (tasks/lineage.py)."""
+    return materializing(partitioned_run, RUN_OPTIONS, results, input)
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
