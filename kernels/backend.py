@@ -132,6 +132,30 @@ def device_memory_free() -> int:
     return min(free, limit - pool.used_bytes()) if limit else free
 
 
+def host_memory_available() -> int | None:
+    """Bytes this process can still take from the host: the kernel's MemAvailable, capped by the
+    control group's limit (a container's memory.max less its current use) where one is set;
+    None where neither can be read (not Linux)."""
+    found = []
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+    except OSError:
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as f:
+            current = int(f.read())
+        if limit != "max":
+            found.append(max(int(limit) - current, 0))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
 # CuPy compiles every kernel, its own elementwise ones too, with -ftz=true: single-precision
 # arithmetic, comparisons and conversions read a subnormal float32 as 0. Where float32 weights
 # are ordered or widened on the GPU, these two work on their bits instead.

@@ -35,7 +35,26 @@ not counted here.
 """
 from __future__ import annotations
 
+# Host memory of a NumPy run, per input edge, by the algorithms it runs: peak resident memory of
+# the whole command (threads runner) less that of the same command on the 9-edge sample (160 MiB:
+# the interpreter, Prefect, pyarrow), over the input rows, measured on Kronecker graphs with
+# int64 ids and float64 weights (the widest types, so narrower inputs need less):
+#            Kron-18 (4.2 M edges)   Kron-20 (16.8 M edges)
+#   bfs               -                   52
+#   msf              97                   74
+#   pipeline        136                  110
+# NumPy's temporaries (sorts, gathers, the verifiers' copies) and pyarrow's decoded columns
+# dominate; the figures carry the larger of the two scales.
+HOST_BYTES_PER_EDGE = {"bfs": 60, "msf": 100, "bfs+msf": 140}
+
 RANGE_BYTES_PER_EDGE = 4  # presence bitmap, counts and rank at the widest accepted id range
+
+
+def host_bytes(edges: int, algorithms=("bfs", "msf")) -> int:
+    """Peak host bytes of a NumPy run over `edges` input rows, beyond the process's own (see
+    HOST_BYTES_PER_EDGE)."""
+    kind = "+".join(a for a in ("bfs", "msf") if a in algorithms)
+    return int(edges) * HOST_BYTES_PER_EDGE[kind]
 
 
 def gpu_bytes(edges: int, vertices: int | None = None, weight_bytes: int = 8,

@@ -16,3 +16,7 @@ class ValidationFailed(RuntimeError):
 
 class DeviceMemoryError(RuntimeError):
     """The graph does not fit in the GPU's free memory."""
+
+
+class HostMemoryError(RuntimeError):
+    """The graph does not fit in the host memory a NumPy run may take."""

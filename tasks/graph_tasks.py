@@ -30,7 +30,7 @@ from prefect.cache_policies import NO_CACHE
 
 from kernels import backend as be
 from kernels.bfs import BFSResult, bfs
-from kernels.footprint import gpu_bytes
+from kernels.footprint import gpu_bytes, host_bytes
 from kernels.graph import EdgeList, Graph, build_graph, edge_list, renumber
 from kernels.msf import MSFResult, minimum_spanning_forest
 from kernels.verify import verify_bfs, verify_forest
@@ -38,7 +38,7 @@ from tasks import artifacts, settings, stopping
 from tasks.edges_io import (
     DEFAULT_COMPRESSION, integer_vertex_id, publish_results, read_edges, vertex_names,
 )
-from tasks.errors import DeviceMemoryError, InputError, OutputError
+from tasks.errors import DeviceMemoryError, HostMemoryError, InputError, OutputError
 from tasks.forest_weight import KRUSKAL_LIMIT, kruskal_check, reported_total
 from tasks.lineage import materializing
 from tasks.pickling import pickle_by_reference
@@ -129,6 +129,29 @@ def check_device_memory(path: str, edges: int, vertices: int | None = None, weig
         )
 
 
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} bytes"
+
+
+def check_host_memory(path: str, edges: int, algorithms=("bfs", "msf")) -> None:
+    """Refuse, before any column is decoded, a NumPy run whose measured peak per edge
+    (kernels/footprint.py host_bytes) exceeds the memory it may take: GRAPH_HOST_MEMORY_LIMIT
+    bytes where set, else what the host (or its container) has available."""
+    limit = settings.whole_number("GRAPH_HOST_MEMORY_LIMIT", 0)
+    available = limit or be.host_memory_available()
+    needed = host_bytes(edges, algorithms)
+    if available is not None and needed > available:
+        where = "GRAPH_HOST_MEMORY_LIMIT allows" if limit else "is available"
+        raise HostMemoryError(
+            f"{path}: {edges:,} edges need about {_bytes(needed)} of host memory, "
+            f"{_bytes(available)} {where}; run on a GPU (--backend cupy), split the graph "
+            "over workers (--partitions N), or on a machine with more memory"
+        )
+
+
 class Progress:
     """A progress artifact in the UI, for graphs of at least PROGRESS_MIN_EDGES edges; updated
     at most every UPDATE_SECONDS so that fast GPU levels do not wait on the API. It is created
@@ -169,6 +192,8 @@ def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None,
     def check_memory(rows, vertices, weight_dtype):
         if backend == "cupy":
             check_device_memory(path, rows, vertices, weight_dtype, algorithms, directed)
+        else:
+            check_host_memory(path, rows, algorithms)
 
     start = time.perf_counter()
     with device_memory_guard(path):
