@@ -28,10 +28,11 @@ from flows.common import (
     finish, partition_count, run_paths, source_plan,
 )
 from flows.runners import ChosenAtRunStart
-from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, validate_bfs, write_results,
 )
+from tasks.parquet.output_paths import check_output_paths
+from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT
 from tasks.partitioned import partitioned_run
 
 
@@ -40,8 +41,8 @@ from tasks.partitioned import partitioned_run
 def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
              output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
              src_col: str = "src", dst_col: str = "dst", backend: Backend | None = None,
-             compression: Compression = "snappy", partitions: Partitions = 1,
-             output_layout: OutputLayout = "file") -> dict:
+             compression: Compression = DEFAULT_COMPRESSION, partitions: Partitions = 1,
+             output_layout: OutputLayout = DEFAULT_LAYOUT) -> dict:
     """BFS distances: load -> renumber -> CSR -> direction-optimizing BFS per source set (mapped
     across workers) -> verify each -> write each bfs_distances.parquet.
 
@@ -64,7 +65,7 @@ def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list
     sets, outputs, keys = source_plan(source, source_sets, output)
     count = partition_count("bfs", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             algorithms=("bfs",), directed=directed)
-    check_output_paths(input, [Path(o) / "bfs_distances.parquet" for o in outputs], directories=count > 1)
+    check_output_paths(input, [Path(o) / BFS_RESULT_NAME for o in outputs], directories=count > 1)
     if count > 1:
         summary = partitioned_run.submit(input, output, count, source=source, source_sets=source_sets, forest=False,
                                          directed=directed, depth_limit=depth_limit, src_col=src_col, dst_col=dst_col,

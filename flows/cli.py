@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tasks import settings  # os only, like this module: nothing heavy before the checks
+from tasks.parquet.results import COMPRESSIONS, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, LAYOUTS  # (likewise)
 
 DESCRIPTIONS = {
     "mst": "Minimum spanning forest of a Parquet edge list, written to OUTPUT/mst_edges.parquet.",
@@ -148,10 +149,10 @@ def build_parser(kind: str) -> Parser:
                         help="split the graph over N Dask workers (one GPU each on a GPU machine), or auto: "
                              "one partition when the graph fits one GPU, else every GPU worker "
                              "(default: $GRAPH_PARTITIONS, else 1)")
-    parser.add_argument("--output-layout", choices=["file", "dataset"], default="file",
+    parser.add_argument("--output-layout", choices=LAYOUTS, default=DEFAULT_LAYOUT,
                         help="a partitioned run writes each result as one file, or as a Parquet dataset "
                              "directory of one part per partition (default: file)")
-    parser.add_argument("--compression", choices=["snappy", "zstd", "lz4", "gzip", "none"], default="snappy",
+    parser.add_argument("--compression", choices=COMPRESSIONS, default=DEFAULT_COMPRESSION,
                         help="Parquet compression of the results (default: snappy, fast to write and read; "
                              "zstd makes smaller files)")
     parser.add_argument("--backend", choices=["auto", "numpy", "cupy"], default=None,
@@ -376,8 +377,8 @@ def _remove_temporaries(params: dict, ending: int | None = None) -> None:
     """The run's processes are gone (or, ``ending``, this one is about to go): what they were
     writing is a stale temporary file."""
     from flows.common import output_directory
-    from tasks.edges_io import remove_stale_temporaries
-    from tasks.partitioned_io import remove_stale_staging
+    from tasks.parquet.publish import remove_stale_staging
+    from tasks.parquet.write import remove_stale_temporaries
 
     output = Path(output_directory(params["output"], params["input"]))
     if output.is_dir():

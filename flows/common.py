@@ -19,15 +19,16 @@ from flows.cli import describe
 from tasks import settings, stopping
 from tasks.errors import InputError
 from tasks.graph_tasks import publish_failure, publish_summary
+from tasks.parquet.results import COMPRESSIONS, LAYOUTS
 from tasks.partitioned import decide_partitions
 
 # Parameter types: Prefect checks them when a run starts (before any task), so a wrong value
 # from the UI's form or from Python fails the run at once with one message naming it.
 Backend = Literal["auto", "numpy", "cupy"]
-Compression = Literal["snappy", "zstd", "lz4", "gzip", "none"]  # tasks.edges_io.COMPRESSIONS
+Compression = Literal[COMPRESSIONS]
 DepthLimit = Annotated[int, Field(ge=0)]
 Partitions = Union[Annotated[int, Field(ge=1)], Literal["auto"]]
-OutputLayout = Literal["file", "dataset"]  # tasks.partitioned_io.LAYOUTS
+OutputLayout = Literal[LAYOUTS]
 
 # A run that takes longer than this fails with a timeout instead of holding its work pool slot
 # (a hung network mount, a runaway input): far above the largest graph measured (Kron-24

@@ -23,10 +23,11 @@ from flows.common import (
     partition_count, run_paths,
 )
 from flows.runners import ChosenAtRunStart
-from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     load_edges, spanning_forest, validate_forest, write_results,
 )
+from tasks.parquet.output_paths import check_output_paths
+from tasks.parquet.results import DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
 from tasks.partitioned import partitioned_run
 
 
@@ -34,8 +35,8 @@ from tasks.partitioned import partitioned_run
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_col: str = "dst",
              weight_col: str = "weight", backend: Backend | None = None,
-             compression: Compression = "snappy", partitions: Partitions = 1,
-             output_layout: OutputLayout = "file") -> dict:
+             compression: Compression = DEFAULT_COMPRESSION, partitions: Partitions = 1,
+             output_layout: OutputLayout = DEFAULT_LAYOUT) -> dict:
     """Minimum spanning forest: load -> renumber -> Boruvka -> verify -> write mst_edges.parquet.
 
     Args:
@@ -53,7 +54,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
     input, output = run_paths(input, output)
     count = partition_count("mst", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             weight_col=weight_col, algorithms=("msf",))
-    check_output_paths(input, [Path(output) / "mst_edges.parquet"], directories=count > 1)
+    check_output_paths(input, [Path(output) / FOREST_RESULT_NAME], directories=count > 1)
     if count > 1:
         summary = partitioned_run.submit(input, output, count, forest=True, src_col=src_col, dst_col=dst_col,
                                          weight_col=weight_col, backend=backend, output_layout=output_layout,

@@ -23,10 +23,11 @@ from flows.common import (
     finish, partition_count, run_paths, source_plan,
 )
 from flows.runners import ChosenAtRunStart
-from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, spanning_forest, validate_bfs, validate_forest, write_results,
 )
+from tasks.parquet.output_paths import check_output_paths
+from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
 from tasks.partitioned import partitioned_run
 
 
@@ -35,8 +36,8 @@ from tasks.partitioned import partitioned_run
 def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list[list[str]] | None = None,
                   output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
                   src_col: str = "src", dst_col: str = "dst", weight_col: str = "weight",
-                  backend: Backend | None = None, compression: Compression = "snappy",
-                  partitions: Partitions = 1, output_layout: OutputLayout = "file") -> dict:
+                  backend: Backend | None = None, compression: Compression = DEFAULT_COMPRESSION,
+                  partitions: Partitions = 1, output_layout: OutputLayout = DEFAULT_LAYOUT) -> dict:
     """BFS and minimum spanning forest with one ingest: load -> renumber -> CSR -> BFS per
     source set and Boruvka, in parallel -> verify all -> write all (and summarize).
 
@@ -60,7 +61,7 @@ def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list
     sets, outputs, keys = source_plan(source, source_sets, output)
     count = partition_count("pipeline", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             weight_col=weight_col, algorithms=("bfs", "msf"), directed=directed)
-    check_output_paths(input, [*(Path(o) / "bfs_distances.parquet" for o in outputs), Path(output) / "mst_edges.parquet"],
+    check_output_paths(input, [*(Path(o) / BFS_RESULT_NAME for o in outputs), Path(output) / FOREST_RESULT_NAME],
                        directories=count > 1)
     if count > 1:
         summary = partitioned_run.submit(input, output, count, source=source, source_sets=source_sets, forest=True,

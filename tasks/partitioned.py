@@ -31,18 +31,16 @@ from kernels import backend as be
 from kernels.footprint import gpu_bytes
 from tasks import artifacts
 from tasks.comm import CommError, comm_timeout, open_endpoint
-from tasks.edges_io import (
-    COMPRESSIONS, DEFAULT_COMPRESSION, integer_vertex_id, prepare_output_dir, publishing, remove_earlier_bfs_results,
-)
 from tasks.errors import DeviceMemoryError, InputError
 from tasks.graph_tasks import (
     KRUSKAL_LIMIT, _label, _publish_report, artifact_key, bfs_levels_markdown, check_flow_run_going,
     direction_summary,
 )
-from tasks.partitioned_io import (
-    BFS_RESULT, FOREST_RESULT, LAYOUTS, InputPlan, check_integer_ids, plan_input, publish, remove_stale_staging,
-    staging_name,
-)
+from tasks.parquet.checks import integer_vertex_id
+from tasks.parquet.output_paths import prepare_output_dir
+from tasks.parquet.plan import InputPlan, check_integer_ids, plan_input
+from tasks.parquet.publish import publish, publishing, remove_earlier_bfs_results, remove_stale_staging, staging_name
+from tasks.parquet.results import BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, FOREST_RESULT_NAME, LAYOUTS
 from tasks.partitioned_rank import RunSpec, nccl_unique_id, rank_main
 from tasks.pickling import pickle_by_reference
 
@@ -145,9 +143,9 @@ def _source_plan(source, source_sets) -> tuple[list[list], list[str]]:
     if source and source_sets:
         raise InputError("give either source (one search) or source_sets (one search per set)")
     if source:
-        return [list(source)], [BFS_RESULT]
+        return [list(source)], [BFS_RESULT_NAME]
     if source_sets:
-        return [list(s) for s in source_sets], [f"source-set-{k}/{BFS_RESULT}" for k in range(len(source_sets))]
+        return [list(s) for s in source_sets], [f"source-set-{k}/{BFS_RESULT_NAME}" for k in range(len(source_sets))]
     return [], []
 
 
@@ -283,10 +281,10 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
                                  retries=0, key=f"partitioned-rank-{rank}-{token}")
                    for rank, w in enumerate(workers)]
         summaries = _await_ranks(client, futures, workers)
-        with publishing(out):  # other runs into this output wait (tasks.edges_io.publishing)
+        with publishing(out):  # other runs into this output wait (tasks.parquet.publish.publishing)
             if check is not None:
                 check()
-            placed = publish(staging, out, bfs_results + ([FOREST_RESULT] if forest else []))
+            placed = publish(staging, out, bfs_results + ([FOREST_RESULT_NAME] if forest else []))
             removed = remove_earlier_bfs_results(out, placed) if bfs_results else []
         for path in removed:
             log.info("removed %s, an earlier run's result that this run does not replace", path)
