@@ -52,8 +52,10 @@ from kernels.bfs import bfs
 from kernels.graph import build_graph
 from kernels.msf import minimum_spanning_forest
 from kernels.verify import verify_bfs, verify_forest
-from tasks.edges_io import write_many
-from tasks.graph_tasks import bfs_table, forest_table, prepare_input
+from tasks.graph_tasks import prepare_input
+from tasks.parquet.results import BFS_RESULT_NAME, FOREST_RESULT_NAME
+from tasks.parquet.tables import dense_bfs_table, dense_forest_table, vertex_names
+from tasks.parquet.write import write_many
 
 STAGES = ("load", "prepare", "csr", "bfs", "msf", "validate", "write")
 # the pipeline flow's task runs with one source set: load, CSR, BFS, forest, two validations,
@@ -103,8 +105,11 @@ def bare_pipeline(path: str, source_id: int, output: str, backend: str, rss: dic
     forest_report = verify_forest(edges.src, edges.dst, edges.weight, edges.n, forest.edges)
     assert not any(bfs_report.values()) and not any(forest_report.values()), (bfs_report, forest_report)
     lap("validate")
-    write_many({Path(output) / "bfs_distances.parquet": bfs_table(prepared, result),
-                Path(output) / "mst_edges.parquet": forest_table(prepared, forest)})
+    names, rows = vertex_names(prepared.names, prepared.ids), forest.edges
+    write_many({Path(output) / BFS_RESULT_NAME: dense_bfs_table(names, be.to_host(result.distance),
+                                                                be.to_host(result.predecessor)),
+                Path(output) / FOREST_RESULT_NAME: dense_forest_table(
+                    names, *(be.to_host(column[rows]) for column in (edges.src, edges.dst, edges.weight)))})
     lap("write")
     return stages
 

@@ -11,7 +11,8 @@ import os
 import sys
 
 from tasks import settings
-from tasks.parameters import BACKENDS, OUTPUT_LAYOUTS, RUNNERS, parse_partitions
+from tasks.parameters import BACKENDS, RUNNERS, parse_partitions
+from tasks.parquet.results import COMPRESSIONS, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, LAYOUTS
 
 DESCRIPTIONS = {
     "mst": "Minimum spanning forest of a Parquet edge list, written to OUTPUT/mst_edges.parquet.",
@@ -132,10 +133,10 @@ def build_parser(kind: str) -> Parser:
                         help="split the graph over N Dask workers (one GPU each on a GPU machine), or auto: "
                              "one partition when the graph fits one GPU, else every GPU worker "
                              "(default: $GRAPH_PARTITIONS, else 1)")
-    parser.add_argument("--output-layout", choices=OUTPUT_LAYOUTS, default="file",
+    parser.add_argument("--output-layout", choices=LAYOUTS, default=DEFAULT_LAYOUT,
                         help="a partitioned run writes each result as one file, or as a Parquet dataset "
                              "directory of one part per partition (default: file)")
-    parser.add_argument("--compression", choices=["snappy", "zstd", "lz4", "gzip", "none"], default="snappy",
+    parser.add_argument("--compression", choices=COMPRESSIONS, default=DEFAULT_COMPRESSION,
                         help="Parquet compression of the results (default: snappy, fast to write and read; "
                              "zstd makes smaller files)")
     parser.add_argument("--backend", choices=BACKENDS, default=None,

@@ -26,11 +26,12 @@ from flows.common import (
     VertexId, finish, partition_count, run_paths,
 )
 from flows.runners import ChosenAtRunStart
-from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, results_writer, validate_bfs,
 )
 from tasks.parameters import source_plan
+from tasks.parquet.output_paths import check_output_paths
+from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT
 from tasks.partitioned_tasks import partitioned_runner
 
 
@@ -39,8 +40,8 @@ from tasks.partitioned_tasks import partitioned_runner
 def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list[list[VertexId]] | None = None,
              output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
              src_col: str = "src", dst_col: str = "dst", backend: Backend | None = None,
-             compression: Compression = "snappy", partitions: Partitions = 1,
-             output_layout: OutputLayout = "file") -> dict:
+             compression: Compression = DEFAULT_COMPRESSION, partitions: Partitions = 1,
+             output_layout: OutputLayout = DEFAULT_LAYOUT) -> dict:
     """BFS distances: load -> renumber -> CSR -> direction-optimizing BFS per source set (mapped
     across workers) -> verify each -> write each bfs_distances.parquet.
 
@@ -64,7 +65,7 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
     outputs = plan.directories(output)
     count = partition_count("bfs", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             algorithms=("bfs",), directed=directed)
-    results = [str(Path(o) / "bfs_distances.parquet") for o in outputs]
+    results = [str(Path(o) / BFS_RESULT_NAME) for o in outputs]
     check_output_paths(input, results, directories=count > 1)
     if count > 1:
         run = partitioned_runner(results, input)

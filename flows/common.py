@@ -18,17 +18,18 @@ from pydantic import Field, StrictInt
 from tasks import settings, stopping
 from tasks.artifacts import publish_failure, publish_summary
 from tasks.errors import InputError
-from tasks.parameters import BACKENDS, OUTPUT_LAYOUTS
+from tasks.parameters import BACKENDS
+from tasks.parquet.results import COMPRESSIONS, LAYOUTS
 from tasks.partitioned_tasks import decide_partitions
 from tasks.report import RunSummary, describe
 
 # Parameter types: Prefect checks them when a run starts (before any task), so a wrong value
 # from the UI's form or from Python fails the run at once with one message naming it.
 Backend = Literal[BACKENDS]
-Compression = Literal["snappy", "zstd", "lz4", "gzip", "none"]  # tasks.edges_io.COMPRESSIONS
+Compression = Literal[COMPRESSIONS]
 DepthLimit = Annotated[int, Field(ge=0)]
 Partitions = Union[Annotated[int, Field(ge=1)], Literal["auto"]]
-OutputLayout = Literal[OUTPUT_LAYOUTS]
+OutputLayout = Literal[LAYOUTS]
 # A source vertex: an int (from Python, or a JSON number in a deployment's parameters) or its
 # text (the command line, the UI's form, string ids). Strict, so True is not taken for vertex 1.
 VertexId = Union[StrictInt, str]

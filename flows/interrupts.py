@@ -15,8 +15,8 @@ def remove_temporaries(params: dict, ending: int | None = None) -> None:
     """The run's processes are gone (or, ``ending``, this one is about to go): what they were
     writing is a stale temporary file."""
     from flows.common import output_directory
-    from tasks.edges_io import remove_stale_temporaries
-    from tasks.partitioned_io import remove_stale_staging
+    from tasks.parquet.publish import remove_stale_staging
+    from tasks.parquet.write import remove_stale_temporaries
 
     output = Path(output_directory(params["output"], params["input"]))
     if output.is_dir():

@@ -21,10 +21,11 @@ from flows.common import (
     partition_count, run_paths,
 )
 from flows.runners import ChosenAtRunStart
-from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     load_edges, results_writer, spanning_forest, validate_forest,
 )
+from tasks.parquet.output_paths import check_output_paths
+from tasks.parquet.results import DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
 from tasks.partitioned_tasks import partitioned_runner
 
 
@@ -32,8 +33,8 @@ from tasks.partitioned_tasks import partitioned_runner
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_col: str = "dst",
              weight_col: str = "weight", backend: Backend | None = None,
-             compression: Compression = "snappy", partitions: Partitions = 1,
-             output_layout: OutputLayout = "file") -> dict:
+             compression: Compression = DEFAULT_COMPRESSION, partitions: Partitions = 1,
+             output_layout: OutputLayout = DEFAULT_LAYOUT) -> dict:
     """Minimum spanning forest: load -> renumber -> Boruvka -> verify -> write mst_edges.parquet.
 
     Args:
@@ -51,7 +52,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
     input, output = run_paths(input, output)
     count = partition_count("mst", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             weight_col=weight_col, algorithms=("msf",))
-    results = [str(Path(output) / "mst_edges.parquet")]
+    results = [str(Path(output) / FOREST_RESULT_NAME)]
     check_output_paths(input, results, directories=count > 1)
     if count > 1:
         run = partitioned_runner(results, input)

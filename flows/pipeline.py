@@ -21,11 +21,12 @@ from flows.common import (
     VertexId, finish, partition_count, run_paths,
 )
 from flows.runners import ChosenAtRunStart
-from tasks.edges_io import check_output_paths
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, spanning_forest, results_writer, validate_bfs, validate_forest,
 )
 from tasks.parameters import source_plan
+from tasks.parquet.output_paths import check_output_paths
+from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
 from tasks.partitioned_tasks import partitioned_runner
 
 
@@ -34,8 +35,8 @@ from tasks.partitioned_tasks import partitioned_runner
 def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets: list[list[VertexId]] | None = None,
                   output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
                   src_col: str = "src", dst_col: str = "dst", weight_col: str = "weight",
-                  backend: Backend | None = None, compression: Compression = "snappy",
-                  partitions: Partitions = 1, output_layout: OutputLayout = "file") -> dict:
+                  backend: Backend | None = None, compression: Compression = DEFAULT_COMPRESSION,
+                  partitions: Partitions = 1, output_layout: OutputLayout = DEFAULT_LAYOUT) -> dict:
     """BFS and minimum spanning forest with one ingest: load -> renumber -> CSR -> BFS per
     source set and Boruvka, in parallel -> verify all -> write all (and summarize).
 
@@ -60,7 +61,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
     outputs = plan.directories(output)
     count = partition_count("pipeline", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             weight_col=weight_col, algorithms=("bfs", "msf"), directed=directed)
-    results = [*(str(Path(o) / "bfs_distances.parquet") for o in outputs), str(Path(output) / "mst_edges.parquet")]
+    results = [*(str(Path(o) / BFS_RESULT_NAME) for o in outputs), str(Path(output) / FOREST_RESULT_NAME)]
     check_output_paths(input, results, directories=count > 1)
     if count > 1:
         run = partitioned_runner(results, input)

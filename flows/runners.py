@@ -162,11 +162,11 @@ def cluster_started_early(runner):
 def edge_count(path: str) -> int | None:
     """Input rows according to the Parquet footers (no data is read), or None when they cannot
     be read: the load task then reports what is wrong with the input. The files are those the
-    load reads (tasks.edges_io.dataset_files): pyarrow.dataset would take a README beside the
+    load reads (tasks.parquet.discovery.dataset_files): pyarrow.dataset would take a README beside the
     parts for one and fail, and the count of a large graph would be unknown."""
     import pyarrow.parquet as pq
 
-    from tasks.edges_io import dataset_files
+    from tasks.parquet.discovery import dataset_files
 
     try:
         return sum(pq.read_metadata(f).num_rows for f in dataset_files(path)[0])

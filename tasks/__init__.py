@@ -2,7 +2,9 @@
 pipeline: load, CSR, BFS, forest, validation, write) and ``partitioned_tasks`` (a partitioned
 run, started whole). Below them, without Prefect:
 
-- the Parquet input and output (``edges_io``, ``partitioned_io``, ``parquet_concat``);
+- ``parquet/``: the Parquet layer (discovery, the read plan, the readers, value checks, the
+  writer, publishing, concatenation), every file access through one filesystem interface;
+- ``lineage``: a run's results as Prefect assets;
 - ``partitioned/``: the partitioned driver, the rank program and the communicators (TCP, NCCL);
 - ``cluster``: the Dask cluster of this machine;
 - ``report``: the run's summary type (RunSummary) and the text of every report;

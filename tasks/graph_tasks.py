@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from prefect import Task, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
@@ -35,12 +34,14 @@ from kernels.graph import EdgeList, Graph, build_graph, edge_list, renumber
 from kernels.msf import MSFResult, minimum_spanning_forest
 from kernels.verify import verify_bfs, verify_forest
 from tasks import artifacts, settings, stopping
-from tasks.edges_io import (
-    DEFAULT_COMPRESSION, integer_vertex_id, publish_results, read_edges, vertex_names,
-)
 from tasks.errors import DeviceMemoryError, HostMemoryError, InputError, OutputError
 from tasks.forest_weight import KRUSKAL_LIMIT, kruskal_check, reported_total
 from tasks.lineage import materializing
+from tasks.parquet.checks import integer_vertex_id
+from tasks.parquet.publish import publish_results
+from tasks.parquet.read import read_edges
+from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_RESULT_NAME
+from tasks.parquet.tables import dense_bfs_table, dense_forest_table, vertex_names
 from tasks.pickling import pickle_by_reference
 from tasks.report import (
     RunSummary, artifact_key, bfs_levels_markdown, direction_summary, msf_rounds_markdown, run_summary, search_label,
@@ -378,31 +379,6 @@ def validate_forest(prepared: Timed, forest: Timed) -> Timed:
     return Timed(report, seconds)
 
 
-def bfs_table(prepared: PreparedEdges, result: BFSResult) -> pa.Table:
-    """vertex, distance (null = unreached), predecessor (null for sources and unreached)."""
-    dist = be.to_host(result.distance)
-    pred = be.to_host(result.predecessor)
-    names = vertex_names(prepared.names, prepared.ids)
-    reached = dist >= 0
-    has_parent = reached & (dist > 0)
-    parent_names = names.take(pa.array(np.where(has_parent, pred, 0)))
-    return pa.table({
-        "vertex": names,
-        "distance": pa.array(dist, mask=~reached),
-        "predecessor": pc.if_else(pa.array(has_parent), parent_names, pa.scalar(None, type=names.type)),
-    })
-
-
-def forest_table(prepared: PreparedEdges, forest: MSFResult) -> pa.Table:
-    """One row per forest edge: the chosen input row's ids and weight (in the input's
-    precision), in input row order."""
-    e = prepared.edges
-    rows = forest.edges  # an edge's index is its input row
-    names = vertex_names(prepared.names, prepared.ids)
-    src, dst = (names.take(pa.array(be.to_host(end[rows]))) for end in (e.src, e.dst))
-    return pa.table({"src": src, "dst": dst, "weight": pa.array(be.to_host(e.weight[rows]))})
-
-
 WRITE_OPTIONS = dict(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE,
                      persist_result=False)
 
@@ -414,15 +390,20 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     """Every result file of the run at once, each written atomically: OUTPUT/bfs_distances.parquet
     per search (``outputs``, in the order of ``searches``) and OUTPUT/mst_edges.parquet. Then the
     BFS results an earlier run left under OUTPUT that this run does not replace are removed, all
-    while no other run publishes into OUTPUT (tasks.edges_io.publish_results). Runs once every
+    while no other run publishes into OUTPUT (tasks.parquet.publish.publish_results). Runs once every
     check in ``checks`` passed, and returns the run's summary (summarize), the one product the
     flow process fetches. The run's last task: the artifacts its process published are on the
     server before it ends (tasks/artifacts.py says how other workers' are)."""
     p: PreparedEdges = prepared.value
     start = time.perf_counter()
-    tables = {Path(o) / "bfs_distances.parquet": bfs_table(p, s.value.result) for s, o in zip(searches, outputs)}
+    names = vertex_names(p.names, p.ids)
+    tables = {Path(o) / BFS_RESULT_NAME: dense_bfs_table(names, be.to_host(s.value.result.distance),
+                                                         be.to_host(s.value.result.predecessor))
+              for s, o in zip(searches, outputs)}
     if forest is not None:
-        tables[Path(output) / "mst_edges.parquet"] = forest_table(p, forest.value)
+        rows, e = forest.value.edges, p.edges  # an edge's index is its input row
+        tables[Path(output) / FOREST_RESULT_NAME] = dense_forest_table(
+            names, *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight)))
     written, removed = publish_results(tables, output, compression, check=check_flow_run_going)
     # absolute, as seen by the process that wrote them: the summary names them for the user
     paths = [os.path.abspath(path) for path in written]

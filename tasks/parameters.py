@@ -2,7 +2,8 @@
 checks its arguments with this module before it imports Prefect, so it imports nothing heavy),
 the flows' parameter types, and the partitioned driver.
 
-- the choice lists: BACKENDS, RUNNERS, OUTPUT_LAYOUTS;
+- the choice lists: BACKENDS, RUNNERS (the writer's, COMPRESSIONS and LAYOUTS, are
+  tasks.parquet.results');
 - ``parse_partitions``: a partition count as a flag, a setting or a parameter gives it;
 - ``source_plan``: the searches of a run, where each writes and how its artifacts are keyed.
 """
@@ -16,7 +17,6 @@ from tasks.errors import InputError
 
 BACKENDS = ("auto", "numpy", "cupy")  # auto: cupy when a GPU is usable (kernels.backend.resolve)
 RUNNERS = ("auto", "dask", "threads")  # where tasks run (flows/runners.py)
-OUTPUT_LAYOUTS = ("file", "dataset")  # a partitioned run's result: one file, or one part per partition
 
 
 def parse_partitions(value) -> int | str:

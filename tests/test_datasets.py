@@ -14,7 +14,7 @@ import pytest
 from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
-from tasks.edges_io import read_edges
+from tasks.parquet.read import read_edges
 from tests.conftest import ROOT, SEED_EDGES
 
 pytestmark = pytest.mark.usefixtures("prefect_server")

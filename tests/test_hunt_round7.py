@@ -21,9 +21,10 @@ import pytest
 from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
-from tasks.edges_io import publish_results, read_edges
 from tasks.errors import InputError
-from tasks.partitioned_io import plan_input, read_share
+from tasks.parquet.plan import plan_input
+from tasks.parquet.publish import publish_results
+from tasks.parquet.read import read_edges, read_share
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.usefixtures("prefect_server")

@@ -274,13 +274,15 @@ def test_a_ranks_own_error_is_reported_when_it_settles_while_its_peers_errors_ar
 
 def one_partition_tables(path: Path, sources: list[str]) -> dict:
     """What a one-partition run writes, from the same reader and kernels (tasks.graph_tasks)."""
-    from tasks.graph_tasks import bfs_table, dense_sources, forest_table, prepare_input
+    from tasks.graph_tasks import dense_sources, prepare_input
+    from tasks.parquet.tables import dense_bfs_table, dense_forest_table, vertex_names
 
     prepared = prepare_input(str(path), "src", "dst", "weight", "numpy")
     graph = build_graph(prepared.edges, False)
     search = bfs(graph, dense_sources(prepared, sources))
-    return {"bfs_distances.parquet": bfs_table(prepared, search),
-            "mst_edges.parquet": forest_table(prepared, minimum_spanning_forest(prepared.edges))}
+    names, e, rows = vertex_names(prepared.names, prepared.ids), prepared.edges, minimum_spanning_forest(prepared.edges).edges
+    return {"bfs_distances.parquet": dense_bfs_table(names, search.distance, search.predecessor),
+            "mst_edges.parquet": dense_forest_table(names, e.src[rows], e.dst[rows], e.weight[rows])}
 
 
 @pytest.mark.parametrize("spread", [1, 2**35], ids=["ids-adjacent", "ids-spread-over-2**40"])
@@ -343,7 +345,7 @@ def _bad(tmp_path: Path, case: str) -> Path:
 @pytest.mark.parametrize("case", ["nan-weight", "inexact-integer-weight", "big-and-negative-ids",
                                   "missing-weight-column"])
 def test_bad_input_is_refused_with_the_one_partition_runs_message(client, tmp_path, case):
-    from tasks.edges_io import read_edges
+    from tasks.parquet.read import read_edges
 
     path = _bad(tmp_path, case)
     with pytest.raises(InputError) as one:

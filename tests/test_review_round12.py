@@ -1,5 +1,5 @@
 """Review of the run paths made absolute in the flows, of the significant-digit count that sends
-long decimal weights to the exact float64 check (tasks/edges_io.py), and of the code field of
+long decimal weights to the exact float64 check (tasks/parquet/checks.py), and of the code field of
 the benchmark records. Faults are pinned by named cases against real Prefect runs and real git
 repositories; the count against Python's Decimal."""
 import os
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.edges_io import DECIMAL_DIGITS_FLOAT64_KEEPS, _significant_digits
+from tasks.parquet.checks import DECIMAL_DIGITS_FLOAT64_KEEPS, significant_digits
 from tests.references import assert_forest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,7 +110,7 @@ NAMED = [  # (type, value): each side of 15 digits, leading and trailing zeros, 
 
 def check_count(type_, value):
     text = pa.chunked_array([pa.array([value], type_)]).cast(pa.string())
-    count = _significant_digits(text).to_pylist()[0]
+    count = significant_digits(text).to_pylist()[0]
     expected = reference_digits(value)
     assert count >= expected, (text, count, expected)
     # (an exponent's characters are counted: such a value only goes to the exact check)

@@ -25,18 +25,16 @@ from pathlib import Path
 from kernels import backend as be
 from kernels.footprint import gpu_bytes
 from tasks.cluster import local_cluster
-from tasks.edges_io import (
-    COMPRESSIONS, DEFAULT_COMPRESSION, integer_vertex_id, prepare_output_dir, publishing, remove_earlier_bfs_results,
-)
 from tasks.errors import DeviceMemoryError, InputError
 from tasks.forest_weight import KRUSKAL_LIMIT
-from tasks.parameters import OUTPUT_LAYOUTS, parse_partitions, source_plan
+from tasks.parameters import parse_partitions, source_plan
+from tasks.parquet.checks import integer_vertex_id
+from tasks.parquet.output_paths import prepare_output_dir
+from tasks.parquet.plan import InputPlan, check_integer_ids, plan_input
+from tasks.parquet.publish import publish, publishing, remove_earlier_bfs_results, remove_stale_staging, staging_name
+from tasks.parquet.results import BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, FOREST_RESULT_NAME, LAYOUTS
 from tasks.partitioned.comm_tcp import CommError, comm_timeout, open_endpoint
 from tasks.partitioned.rank import RunSpec, nccl_unique_id, rank_main
-from tasks.partitioned_io import (
-    BFS_RESULT, FOREST_RESULT, InputPlan, check_integer_ids, plan_input, publish, remove_stale_staging,
-    staging_name,
-)
 from tasks.report import RunSummary, run_summary
 
 # distributed is imported where a run needs it: importing a flow (which imports this module)
@@ -164,14 +162,14 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
     (``"dataset"``), only after every result verified; ``check()``, called just before the first
     result is moved into place, may still refuse (raise). Returns the run's summary."""
     started = time.perf_counter()
-    if output_layout not in OUTPUT_LAYOUTS:
-        raise InputError(f"output layout must be one of {', '.join(OUTPUT_LAYOUTS)} (got {output_layout!r})")
+    if output_layout not in LAYOUTS:
+        raise InputError(f"output layout must be one of {', '.join(LAYOUTS)} (got {output_layout!r})")
     if compression not in COMPRESSIONS:
         raise InputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
     if depth_limit is not None and depth_limit < 0:
         raise InputError(f"depth limit must be >= 0 (got {depth_limit})")
     searches = source_plan(source, source_sets, required=False)
-    sets, bfs_results = searches.sets, searches.results(BFS_RESULT)
+    sets, bfs_results = searches.sets, searches.results(BFS_RESULT_NAME)
     if not sets and not forest:
         raise InputError("nothing to compute: give a BFS source or ask for the forest")
     plan = plan_input(input, src_col, dst_col, weight_col if forest else None)
@@ -246,10 +244,10 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
                                  retries=0, key=f"partitioned-rank-{rank}-{token}")
                    for rank, w in enumerate(workers)]
         summaries = await_ranks(client, futures, workers)
-        with publishing(out):  # other runs into this output wait (tasks.edges_io.publishing)
+        with publishing(out):  # other runs into this output wait (tasks.parquet.publish.publishing)
             if check is not None:
                 check()
-            placed = publish(staging, out, bfs_results + ([FOREST_RESULT] if forest else []))
+            placed = publish(staging, out, bfs_results + ([FOREST_RESULT_NAME] if forest else []))
             removed = remove_earlier_bfs_results(out, placed) if bfs_results else []
         for path in removed:
             log.info("removed %s, an earlier run's result that this run does not replace", path)

@@ -20,11 +20,15 @@ import pyarrow as pa
 from kernels import backend as be
 from kernels.partitioned import bfs_partitioned, build_local_graph, fetch, locate, msf_partitioned, renumber_partitioned
 from kernels.partitioned_verify import verify_bfs_partitioned, verify_forest_partitioned
-from tasks.partitioned.comm_tcp import Mesh, TcpCommunicator
-from tasks.edges_io import _Signs, _unify_signs
 from tasks.errors import DeviceMemoryError, InputError, ValidationFailed
 from tasks.forest_weight import reported_total
-from tasks.partitioned_io import FOREST_RESULT, InputPlan, bfs_table, forest_table, merge_parts, read_share, write_parts
+from tasks.parquet.checks import Signs, unify_signs
+from tasks.parquet.plan import InputPlan
+from tasks.parquet.read import read_share
+from tasks.parquet.results import FOREST_RESULT_NAME
+from tasks.parquet.tables import bfs_table, forest_table
+from tasks.parquet.write import merge_parts, write_parts
+from tasks.partitioned.comm_tcp import Mesh, TcpCommunicator
 
 log = logging.getLogger("graph.partitioned")
 
@@ -151,8 +155,8 @@ class _Rank:
         self.summary["seconds"] = self.seconds
         return self.summary
 
-    def _unify_signs(self, found: list[_Signs]) -> np.dtype:
-        """uint64 ids beside signed ones: the type every rank's ids fit (edges_io's rule, over
+    def _unify_signs(self, found: list[Signs]) -> np.dtype:
+        """uint64 ids beside signed ones: the type every rank's ids fit (tasks.parquet.checks' rule, over
         the first id above 2**63-1 and the first negative id of any rank)."""
         files = list(dict.fromkeys(u.file for u in self.spec.plan.footers.units))
         columns = [self.spec.plan.src_col, self.spec.plan.dst_col]
@@ -175,7 +179,7 @@ class _Rank:
             file, column, row, bits = every[ranks[0], k]
             value = int(np.array([bits]).view(np.uint64 if k == 0 else np.int64)[0])
             first.append((files[file], columns[column], int(row), value))
-        return _unify_signs([_Signs(big=first[0], negative=first[1])])
+        return unify_signs([Signs(big=first[0], negative=first[1])])
 
     def _validate(self, src, dst, weight, row_offset, own, searches, forest) -> None:
         spec, comm = self.spec, self.comm
@@ -229,13 +233,15 @@ class _Rank:
             parents = fetch(comm, own, owned_ids, result.predecessor[has_parent])
             parent_ids = np.zeros(own.owned, dtype=id_dtype)
             parent_ids[be.to_host(has_parent)] = be.to_host(parents)
-            tables[name] = bfs_table(id_type, vertex, be.to_host(result.distance), parent_ids, be.to_host(has_parent))
+            tables[name] = bfs_table(pa.array(vertex, type=id_type), be.to_host(result.distance),
+                                     pa.array(parent_ids, mask=~be.to_host(has_parent), type=id_type))
         if forest is not None:
             mine = forest.rows[(forest.rows >= row_offset) & (forest.rows < row_offset + src.shape[0])] - row_offset
             ends = fetch(comm, own, owned_ids, xp.concatenate([src[mine], dst[mine]]))
             k = int(mine.shape[0])
-            tables[FOREST_RESULT] = forest_table(id_type, pa.from_numpy_dtype(spec.plan.weight_dtype),
-                                                 be.to_host(ends[:k]), be.to_host(ends[k:]), be.to_host(weight[mine]))
+            tables[FOREST_RESULT_NAME] = forest_table(pa.array(be.to_host(ends[:k]), type=id_type),
+                                                      pa.array(be.to_host(ends[k:]), type=id_type),
+                                                      be.to_host(weight[mine]).astype(spec.plan.weight_dtype, copy=False))
         write_parts(tables, staging, self.rank, spec.layout, spec.compression)
         if spec.layout == "file":
             self._sum(1)  # every part is on disk before any rank reads them

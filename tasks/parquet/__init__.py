@@ -1,0 +1,18 @@
+"""The Parquet layer: edge lists in, results out, without Prefect.
+
+One module per idea, each imported by its own name (this package re-exports nothing), each
+importing only modules listed above it:
+- filesystem: the one filesystem interface every file access goes through (pyarrow.fs), and
+  the local disk's capabilities beyond it (locks, atomic exchange, file identity, umask);
+- results: the results' names and the writer's choices (standard library only);
+- concat: one Parquet file from several by copying pages (self-contained);
+- tables: the result tables, one pair of builders for both paths;
+- discovery: which files of an input are its data, and which inputs are refused;
+- plan: the footer plan (files, row groups, id and weight types), read before any data;
+- checks: the value checks of ids and weights, one row group at a time;
+- read: the reader, one interface for a one-partition read and a partitioned run's shares,
+  and its backends (the host's pyarrow decoder);
+- output_paths: which result paths may be written;
+- write: atomic writes of result files, a partitioned run's parts;
+- publish: results put into place while no other run publishes there.
+"""

@@ -1,0 +1,105 @@
+"""Output paths: which result paths may be written, checked before anything is read.
+
+A result may not land where a later run would read it back as input (an output folder inside
+the input dataset, unless under a folder the dataset walk skips, such as `_results/`), nor
+replace an input file, nor a folder or file of the user's: a result path may hold a result
+file or a partitioned run's result folder (``is_result_dataset``: nothing in it but part
+files), which any run replaces whole. Refusals are tasks.errors.OutputError naming the path.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from tasks.errors import OutputError
+from tasks.parquet.discovery import SKIP_PREFIXES, dataset_walk
+from tasks.parquet.results import RESULT_PART
+
+
+def is_result_dataset(path: Path) -> bool:
+    """A folder a partitioned run wrote as one result (``--output-layout dataset``): nothing in
+    it but its part files. A one-partition run replaces it with a file; any other folder at a
+    result's path is the user's and is refused."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    entries = list(path.iterdir())
+    return bool(entries) and all(RESULT_PART.fullmatch(e.name) and e.is_file() and not e.is_symlink()
+                                 for e in entries)
+
+
+def remove_path(path: Path) -> None:
+    """A file, link or folder removed (a folder with all it holds)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _read_by_walk(folder: str, walked: set[str]) -> bool:
+    """Whether files in ``folder`` (a real path, which need not exist yet) would be read: it or
+    the nearest walked folder above it is reached without passing a folder the walk skips."""
+    path = Path(folder)
+    for step in (path, *path.parents):
+        if str(step) in walked:
+            return True
+        if step.name.startswith(SKIP_PREFIXES):
+            return False
+    return False
+
+
+def check_output_paths(input: str, targets: list[str | os.PathLike], directories: bool = False) -> None:
+    """Refuse, before anything is read, result files that could not be written or that a later
+    run would read back as input: an output folder inside the input dataset (unless under a
+    folder the dataset walk skips, such as `_results/`), a result path taken by a folder other
+    than a partitioned run's result (which any run replaces whole) or, where ``directories`` (a
+    partitioned run, which replaces a result path whole), an empty folder; an output folder
+    path taken by a file; a result path that is an input file (or holds one), which writing the
+    result would replace."""
+    if os.path.isdir(input):
+        walked, files = dataset_walk(Path(input))
+    else:
+        walked, files = set(), {os.path.realpath(input): Path(input)}
+    for target in map(Path, targets):
+        out = target.parent
+        # the entry a result replaces (a file, or a partitioned run's folder of parts): an input
+        # file reached by it, through links or not, would be lost before anyone read the result
+        replaced = os.path.join(os.path.realpath(out), target.name)
+        lost = next((f for real, f in files.items() if real == replaced or real.startswith(replaced + os.sep)), None)
+        if lost is not None:
+            raise OutputError(f"{target}: the result would replace the input file {lost}; write the results elsewhere")
+        if _read_by_walk(os.path.realpath(out), walked):
+            raise OutputError(f"{out}: output folder is inside the input dataset {input}, so a later run "
+                              "would read the results as input; write them elsewhere")
+        if os.path.lexists(target) and not (target.is_file() or is_result_dataset(target)):
+            # a partitioned run would replace a folder whole: only one that holds nothing of the user's
+            if directories and target.is_dir():
+                if any(target.iterdir()):
+                    raise OutputError(f"{target}: output path is a folder that holds more than a partitioned "
+                                      "run's part files, so it is taken to be yours; remove it or write the "
+                                      "results elsewhere")
+            else:
+                raise OutputError(f"{target}: output path exists and is not a regular file")
+        # whether a folder may be written is left to the write: with a remote Dask cluster the
+        # workers write, and a path missing here may exist there
+        existing = out
+        while not os.path.lexists(existing) and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise OutputError(f"{existing}: output path exists and is not a directory")
+
+
+def prepare_output_dir(output: str | os.PathLike) -> Path:
+    """The output folder, made where missing; refused where it cannot be written."""
+    out = Path(output)
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out}: output path exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{out}: cannot create output directory ({exc.strerror})") from None
+    # (a run publishing into the same output may have removed the folder just made, a
+    # source-set-K folder it found empty: the write makes it again, see write.write_temporary)
+    if not os.access(out, os.W_OK | os.X_OK) and out.is_dir():
+        raise OutputError(f"{out}: output directory is not writable")
+    return out

@@ -1,0 +1,190 @@
+"""Publishing: a run's results put into its output folder, all of them or none, while no other
+run publishes there.
+
+- Runs that publish into one output folder take turns (``publishing``: the output
+  filesystem's lock, flock on the local disk). Without it two runs at once interleaved their
+  renames and clean-ups and left one run's BFS distances beside the other's forest, or
+  neither run's searches.
+- A one-partition run (``publish_results``) writes its files atomically (tasks.parquet.write),
+  then removes the BFS results of an earlier run that it does not replace
+  (``remove_earlier_bfs_results``), so a job reading the output never mixes two runs.
+- A partitioned run's ranks write into a staging folder in the output
+  (``.partitioned~<host>~<pid>~<token>.partial``, ``staging_name``); the driver moves each result
+  into place only after every rank has finished (``publish``). Renaming over an existing result
+  exchanges the two atomically (renameat2's RENAME_EXCHANGE) where the system offers it, so a
+  reader sees the old result or the new one, whether each is a file or a folder; a move that
+  fails puts the results already moved back.
+- What a killed run left (temporary files, staging folders of dead drivers of this host) is
+  removed by the next run that publishes there (``remove_stale_staging``, and
+  tasks.parquet.write.remove_stale_temporaries).
+Errors are tasks.errors.OutputError naming the path.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tasks.errors import OutputError
+from tasks.parquet.filesystem import local
+from tasks.parquet.output_paths import is_result_dataset, prepare_output_dir, remove_path
+from tasks.parquet.results import (
+    BFS_RESULT_NAME, DEFAULT_COMPRESSION, RESULT_KEY, SOURCE_SET_FOLDER, result_name,
+)
+from tasks.parquet.write import left_by_dead_process, process_marker, remove_stale_temporaries, write_many
+
+STAGING_SUFFIX = ".partial"
+
+
+def publishing(output: str | os.PathLike):
+    """A context in which no other run publishes into ``output`` (its filesystem's lock; where
+    the file system has no such lock, some network mounts, runs publish as they come)."""
+    return local().lock(output)
+
+
+def publish_results(tables: dict[str | os.PathLike, pa.Table], output: str | os.PathLike,
+                    compression: str = DEFAULT_COMPRESSION, check=None) -> tuple[list[Path], list[Path]]:
+    """A one-partition run's results (target path -> table, each under ``output``): written at
+    once (write_many), then, when they include BFS results, the BFS results of an earlier run
+    that they do not replace are removed (remove_earlier_bfs_results), all while no other run
+    publishes into ``output``; ``check()``, called just before the first file is renamed into
+    place, may still refuse (raise). Returns the files written and those removed. A partitioned run
+    killed before it could clean up left its staging folder here: it goes too."""
+    removed: list[Path] = []
+    if os.path.isdir(output):
+        remove_stale_staging(Path(output))
+
+    def remove_earlier(written: list[Path]) -> None:
+        if any(result_name(t) == BFS_RESULT_NAME for t in written):
+            removed.extend(remove_earlier_bfs_results(output, [os.path.abspath(p) for p in written]))
+
+    return write_many(tables, compression, lock=output, check=check, then=remove_earlier), removed
+
+
+def remove_earlier_bfs_results(output: str | os.PathLike, written: list[str | os.PathLike]) -> list[Path]:
+    """Remove the BFS results under ``output`` that this run did not write: OUTPUT/source-set-K/
+    from an earlier run with more source sets, or OUTPUT/bfs_distances.parquet from a run with
+    one search when this one had source sets (and the other way round), so that a job reading
+    the output never mixes two runs. Only result files (or a partitioned run's result folders)
+    of those names go, known by their footers (RESULT_KEY), and a source-set folder only when
+    nothing else is left in it."""
+    output = Path(output)
+    kept = {os.path.abspath(p) for p in written}
+    removed = []
+    for found in [output / BFS_RESULT_NAME, *sorted(output.glob(f"source-set-*/{BFS_RESULT_NAME}"))]:
+        if found.parent != output and not SOURCE_SET_FOLDER.fullmatch(found.parent.name):
+            continue
+        if os.path.abspath(found) in kept or found.is_symlink():
+            continue
+        # by its footer: a file of the user's at a result's name (an edge list named
+        # bfs_distances.parquet, say, perhaps this run's input) is not a result and stays
+        files = sorted(found.iterdir()) if is_result_dataset(found) else [found] if found.is_file() else []
+        if files and all(result_in_footer(f) == BFS_RESULT_NAME for f in files):
+            remove_path(found)
+            removed.append(found)
+    # a source-set folder of an earlier run goes once empty, the temporary files of a run
+    # killed while writing there removed first (a rerun would not write there again)
+    written_folders = {os.path.dirname(p) for p in kept}
+    for folder in sorted(output.glob("source-set-*")):
+        if (SOURCE_SET_FOLDER.fullmatch(folder.name) and folder.is_dir() and not folder.is_symlink()
+                and os.path.abspath(folder) not in written_folders):
+            remove_stale_temporaries(folder)
+            try:
+                folder.rmdir()
+            except OSError:  # the user keeps something of their own there, or a live run writes there
+                pass
+    return removed
+
+
+def result_in_footer(path: Path) -> str | None:
+    """The result a Parquet file names in its footer (RESULT_KEY); None for any other file."""
+    try:
+        metadata = pq.read_metadata(path).metadata or {}
+    except (pa.ArrowException, OSError):
+        return None
+    return metadata[RESULT_KEY].decode(errors="replace") if RESULT_KEY in metadata else None
+
+
+def staging_name(token: str) -> str:
+    """The staging folder of a partitioned run: it names the driver, so a folder whose driver is
+    gone can be told from one a live run is still filling."""
+    return f".partitioned~{process_marker()}~{token}{STAGING_SUFFIX}"
+
+
+def remove_stale_staging(output: Path, ending: int | None = None) -> list[Path]:
+    """Delete staging directories in ``output`` left by dead drivers of this host (and by
+    process ``ending``, which is about to exit)."""
+    removed = []
+    for path in Path(output).glob(f".partitioned~*~*~*{STAGING_SUFFIX}"):
+        if left_by_dead_process(path.name, ending):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def publish(staging: Path, output: Path, results: list[str]) -> list[str]:
+    """Move each staged result to the same place under ``output``, replacing what is there: all
+    of them, or none. Every folder is checked before the first move (one that cannot be written
+    is the usual failure); a move that fails anyway puts the results already moved back."""
+    fs = local()
+    for folder in dict.fromkeys((output / result).parent for result in results):
+        prepare_output_dir(folder)
+    moved = []  # (where the old result is kept, the result's path, how it was replaced), for undoing
+    target = output
+    try:
+        for result in results:
+            new, target = staging / result, output / result
+            if not target.exists() and not target.is_symlink():
+                os.rename(new, target)
+                moved.append((None, target, "added"))
+            elif fs.exchange(new, target):
+                moved.append((new, target, "exchanged"))  # the old result is now at `new`
+            else:  # no atomic swap here: the old result waits in staging until every result is in place
+                old = staging / ".old" / result
+                old.parent.mkdir(parents=True, exist_ok=True)
+                if new.is_file() and target.is_file() and not target.is_symlink():
+                    try:
+                        os.link(target, old)  # kept for undoing; readers see the old file or the new one
+                    except OSError:  # a file system without hard links: this one cannot be undone
+                        old = None
+                    os.replace(new, target)
+                else:  # a reader may find the result missing for a moment
+                    os.rename(target, old)
+                    moved.append((old, target, "set aside"))
+                    os.rename(new, target)
+                    moved.pop()
+                moved.append((old, target, "replaced"))
+    except OSError as exc:
+        undone = _undo(moved)
+        raise OutputError(f"{target.parent}: cannot write results ({exc.strerror or exc}); "
+                          + ("no result was replaced" if undone else "some results could not be put back")) from None
+    for kept, _, how in moved:
+        if how == "exchanged":
+            remove_path(kept)
+    return [os.path.abspath(output / result) for result in results]
+
+
+def _undo(moved: list[tuple]) -> bool:
+    """Put back what publish moved, last first. False where something could not be put back."""
+    fs = local()
+    undone = True
+    for kept, target, how in reversed(moved):
+        try:
+            if how == "added":
+                remove_path(target)
+            elif how == "exchanged":
+                undone = fs.exchange(kept, target) and undone
+            elif how == "set aside":
+                os.rename(kept, target)
+            elif kept is None:
+                undone = False
+            else:  # replaced: the old result back over the new one
+                if not (kept.is_file() and target.is_file()):
+                    remove_path(target)
+                os.replace(kept, target)
+        except OSError:
+            undone = False
+    return undone

@@ -1,0 +1,238 @@
+"""The writer: result tables into Parquet files, atomically.
+
+Every file is encoded into a temporary file beside its target (on disk, fsynced; its footer
+names the result under results.RESULT_KEY), and only once every file of a write is on disk
+are they renamed into place (``write_many``): a reader sees the old file or the new one,
+never a partial one, and a write that fails (a full disk, say) replaces none. A temporary
+file's name (``.<file>~<host>~<pid>~....tmp``) names the process that writes it, so one left by
+a process that is gone can be told from one a live run is still writing (``left_by_dead_process``,
+shared with the staging folders of tasks.parquet.publish).
+
+A partitioned run's ranks write their parts of each result into the run's staging folder
+(``write_parts``); with the ``file`` layout one rank then joins each result's parts into one
+file, copying their pages (``merge_parts``, tasks.parquet.concat).
+Errors are tasks.errors.OutputError naming the path.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tasks import stopping
+from tasks.errors import OutputError
+from tasks.parquet.concat import ParquetConcatError, concatenate_files, write_table_parallel
+from tasks.parquet.filesystem import local
+from tasks.parquet.output_paths import is_result_dataset, prepare_output_dir, remove_path
+from tasks.parquet.results import COMPRESSIONS, DEFAULT_COMPRESSION, RESULT_KEY, result_name
+
+# Dictionary encoding where it pays. Result columns of vertex ids (one distinct value per row in
+# bfs_distances, nearly so in mst_edges) never: the writer would build a dictionary for each
+# column chunk and drop it once it overflows, ~20% of the write for nothing (measured with 8 M
+# rows on a 2-core VM: 0.62 s with every column dictionary-encoded, 0.49 s without the ids, and
+# the file 5% smaller). Distances always (a few dozen values). Weights when a sample of them
+# repeats (unit or small integer weights shrink well); random real weights are all distinct,
+# and building their dictionary cost 25-40% of the forest's write (8 M rows, same VM).
+ID_RESULT_COLUMNS = ("vertex", "predecessor", "src", "dst")
+DICTIONARY_SAMPLE = 65536
+
+
+def dictionary_columns(table: pa.Table) -> list[str]:
+    chosen = []
+    for name in table.column_names:
+        if name in ID_RESULT_COLUMNS:
+            continue
+        sample = table[name].slice(0, DICTIONARY_SAMPLE)
+        if name != "weight" or len(sample) == 0 or 4 * len(pc.unique(sample)) <= len(sample):
+            chosen.append(name)
+    return chosen
+
+
+def process_marker() -> str:
+    """``<host>~<pid>``: what a temporary file or staging folder says of the process that made it."""
+    return f"{socket.gethostname()}~{os.getpid()}"
+
+
+def left_by_dead_process(name: str, ending: int | None = None) -> bool:
+    """Whether a temporary file or staging folder named ``<prefix>~<host>~<pid>~<rest>`` was left
+    by a process of this host that is gone (or by process ``ending``, which is about to exit).
+    Names of other hosts, or of other forms, are never taken for stale."""
+    parts = name.split("~")
+    if len(parts) != 4 or parts[1] != socket.gethostname() or not parts[2].isdigit():
+        return False
+    pid = int(parts[2])
+    if pid == ending:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
+def temporary_prefix(target: Path) -> str:
+    return f".{target.name}~{process_marker()}~"
+
+
+def remove_stale_temporaries(output: str | os.PathLike, ending: int | None = None) -> list[Path]:
+    """Delete temporary result files in ``output`` left by dead processes of this host (and by
+    process ``ending``, which is about to exit)."""
+    removed = []
+    try:
+        found = list(Path(output).glob(".*~*~*~*.tmp"))
+    except FileNotFoundError:  # a source-set-K folder another run removed as empty meanwhile
+        return removed
+    for path in found:
+        if left_by_dead_process(path.name, ending):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def write_temporary(table: pa.Table, target: Path, compression: str, threads: int) -> Path:
+    """``table`` encoded on up to ``threads`` cores (tasks.parquet.concat.write_table_parallel)
+    into a temporary file beside ``target``, on disk (fsynced); its footer names the result
+    (RESULT_KEY). Nothing is left behind on failure."""
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           RESULT_KEY: result_name(target).encode()})
+    for attempt in range(3):
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=temporary_prefix(target), suffix=".tmp", dir=target.parent)
+            break
+        except FileNotFoundError:
+            # a run publishing into the same output removes a source-set-K folder it left empty
+            # (remove_earlier_bfs_results): made again, it holds this temporary file from now on
+            if attempt == 2:
+                raise
+            target.parent.mkdir(parents=True, exist_ok=True)
+    os.fchmod(fd, 0o666 & ~local().umask())  # mkstemp creates 0600; a result is as readable as the umask says
+    os.close(fd)
+    try:
+        write_table_parallel(table, tmp, threads, compression=compression,
+                             use_dictionary=dictionary_columns(table))
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+    except BaseException:
+        unlink_quietly(tmp)
+        raise
+    return Path(tmp)
+
+
+def move_into_place(tmp: Path, target: Path) -> None:
+    """A temporary file renamed over its target (a partitioned run's result folder there is
+    replaced whole, atomically where the system can swap paths)."""
+    try:
+        if is_result_dataset(target):
+            _replace_dataset(tmp, target)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        unlink_quietly(tmp)
+        raise
+
+
+def unlink_quietly(path: str | os.PathLike) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _replace_dataset(new: Path, target: Path) -> None:
+    if local().exchange(new, target):
+        remove_path(new)  # now the old dataset
+        return
+    # no atomic swap on this file system: a reader may find the result missing for a moment
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    os.rename(target, old)
+    os.rename(new, target)
+    remove_path(old)
+
+
+def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEFAULT_COMPRESSION,
+               lock: str | os.PathLike | None = None, check=None, then=None) -> list[Path]:
+    """Write result files (target path -> table), all at once, the cores shared out among them
+    (a Parquet writer encodes on one core and releases the GIL; each file is encoded in pieces,
+    one per core it gets). Every file is encoded to a temporary first, and only once all are on
+    disk are they renamed into place: a write that fails (a full disk, say) replaces none. With
+    ``lock`` (a folder above every target), ``check()`` (if given; it may refuse by raising),
+    the renames and ``then(targets)`` after them run while no other run publishes there
+    (tasks.parquet.publish.publishing)."""
+    if compression not in COMPRESSIONS:
+        raise OutputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
+    targets = [Path(t) for t in tables]
+    for out in dict.fromkeys(t.parent for t in targets):
+        prepare_output_dir(out)
+        remove_stale_temporaries(out)
+
+    cores = len(os.sched_getaffinity(0))
+    written: dict[Path, Path] = {}  # target -> its temporary, once on disk
+
+    def write(target: Path, table: pa.Table) -> None:
+        try:
+            written[target] = write_temporary(table, target, compression, threads=max(1, cores // len(targets)))
+        except OSError as exc:
+            raise OutputError(f"{target}: cannot write results ({exc.strerror or exc})") from None
+
+    try:
+        if len(targets) == 1:
+            write(targets[0], next(iter(tables.values())))
+        else:
+            with ThreadPoolExecutor(max_workers=min(len(targets), cores)) as pool:
+                list(pool.map(write, targets, tables.values()))
+        with local().lock(lock) if lock is not None else nullcontext():
+            stopping.check(f"publishing {', '.join(map(str, targets))}")
+            if check is not None:
+                check()
+            for target in targets:
+                try:
+                    move_into_place(written.pop(target), target)
+                except OSError as exc:
+                    raise OutputError(f"{target}: cannot write results ({exc.strerror or exc})") from None
+            if then is not None:
+                then(targets)
+    finally:
+        for tmp in written.values():  # a failure before every file was in place
+            unlink_quietly(tmp)
+    return targets
+
+
+def part_path(staging: Path, result: str, rank: int, layout: str) -> Path:
+    """Where rank ``rank`` writes its part of ``result`` (a path relative to the output)."""
+    base = staging / result if layout == "dataset" else staging / ".parts" / result
+    return base / f"part-{rank:05d}.parquet"
+
+
+def write_parts(tables: dict[str, pa.Table], staging: Path, rank: int, layout: str,
+                compression: str = DEFAULT_COMPRESSION) -> list[Path]:
+    """This rank's part of each result (result name -> table), written at once."""
+    if not staging.is_dir():  # the driver gave the run up and removed it: do not recreate it
+        raise OutputError(f"{staging}: the run's staging directory is gone (the run was cancelled)")
+    return write_many({part_path(staging, result, rank, layout): t for result, t in tables.items()}, compression)
+
+
+def merge_parts(staging: Path, result: str, size: int) -> Path:
+    """One file from the ranks' parts of ``result``, in rank order: their pages copied as they
+    were encoded, one footer over all (tasks.parquet.concat)."""
+    target = staging / result
+    parts = [part_path(staging, result, r, "file") for r in range(size)]
+    if not staging.is_dir():  # the driver gave the run up and removed it: do not recreate it
+        raise OutputError(f"{staging}: the run's staging directory is gone (the run was cancelled)")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        concatenate_files(parts, target, threads=len(os.sched_getaffinity(0)))
+        with open(target, "rb") as fh:
+            os.fsync(fh.fileno())
+    except ParquetConcatError as exc:
+        raise OutputError(f"{target}: cannot join the parts ({exc})") from None
+    except OSError as exc:
+        raise OutputError(f"{target.parent}: cannot write results ({exc.strerror or exc})") from None
+    return target
