@@ -11,7 +11,7 @@ import os
 import sys
 
 from tasks import settings
-from tasks.parameters import BACKENDS, RUNNERS, parse_partitions
+from tasks.parameters import BACKENDS, NO_WEIGHTS, RUNNERS, parse_partitions
 from tasks.parquet.results import COMPRESSIONS, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, LAYOUTS
 
 DESCRIPTIONS = {
@@ -23,7 +23,7 @@ DESCRIPTIONS = {
 }
 EPILOG = ("On failure: one line 'error: ...' on stderr and exit 1; interrupted: exit 130. "
           "Without PREFECT_API_URL a temporary Prefect server is started for the run; "
-          "'prefect server start --background' keeps one between runs (see the README).")
+          "a server started once keeps runs fast (see the README).")
 
 
 class UsageError(Exception):
@@ -118,7 +118,9 @@ def build_parser(kind: str) -> Parser:
     parser.add_argument("--src-col", default="src", metavar="C", help="source vertex column (default: src)")
     parser.add_argument("--dst-col", default="dst", metavar="C", help="destination vertex column (default: dst)")
     if kind != "bfs":
-        parser.add_argument("--weight-col", default="weight", metavar="C", help="edge weight column (default: weight)")
+        parser.add_argument("--weight-col", default="weight", metavar="C|none",
+                            help="edge weight column, or none for an unweighted edge list: the spanning "
+                                 "forest of unit weights (default: weight)")
     if kind != "mst":
         sources = parser.add_mutually_exclusive_group(required=True)
         sources.add_argument("--source", action="append", metavar="ID",
@@ -157,7 +159,7 @@ def parameters(kind: str, args: argparse.Namespace) -> dict:
                   backend=args.backend, compression=args.compression, partitions=args.partitions,
                   output_layout=args.output_layout)
     if kind != "bfs":
-        params["weight_col"] = args.weight_col
+        params["weight_col"] = None if args.weight_col == NO_WEIGHTS else args.weight_col
     if kind != "mst":
         params.update(source=args.source, source_sets=args.source_set, directed=args.directed,
                       depth_limit=args.depth_limit)

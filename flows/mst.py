@@ -32,7 +32,7 @@ from tasks.partitioned_tasks import partitioned_runner
 @flow(name="mst", flow_run_name=RunName("mst"), task_runner=ChosenAtRunStart(), log_prints=True,
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_col: str = "dst",
-             weight_col: str = "weight", backend: Backend | None = None,
+             weight_col: str | None = "weight", backend: Backend | None = None,
              compression: Compression = DEFAULT_COMPRESSION, partitions: Partitions = 1,
              output_layout: OutputLayout = DEFAULT_LAYOUT) -> dict:
     """Minimum spanning forest: load -> renumber -> Boruvka -> verify -> write mst_edges.parquet.
@@ -42,7 +42,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
         output: Directory for mst_edges.parquet (default: output/graph/ for input data/graph.parquet).
         src_col: Column of source vertex ids (integers or strings).
         dst_col: Column of destination vertex ids (same type as src_col).
-        weight_col: Column of edge weights (numeric, finite).
+        weight_col: Column of edge weights (numeric, finite), or None for an unweighted edge list: the forest of unit weights.
         backend: numpy (CPU), cupy (GPU) or auto (cupy when a GPU is usable; default: $GRAPH_BACKEND, else auto).
         compression: Parquet compression of the results (snappy: fast to write and read; zstd: smaller).
         partitions: Dask workers to split the graph over (one GPU each), or auto (one when the graph fits one GPU, else every GPU worker).

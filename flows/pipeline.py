@@ -34,7 +34,7 @@ from tasks.partitioned_tasks import partitioned_runner
       timeout_seconds=FLOW_TIMEOUT_SECONDS, persist_result=True, result_serializer="json")
 def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets: list[list[VertexId]] | None = None,
                   output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
-                  src_col: str = "src", dst_col: str = "dst", weight_col: str = "weight",
+                  src_col: str = "src", dst_col: str = "dst", weight_col: str | None = "weight",
                   backend: Backend | None = None, compression: Compression = DEFAULT_COMPRESSION,
                   partitions: Partitions = 1, output_layout: OutputLayout = DEFAULT_LAYOUT) -> dict:
     """BFS and minimum spanning forest with one ingest: load -> renumber -> CSR -> BFS per
@@ -49,7 +49,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
         depth_limit: Stop each search after this many levels (default: no limit).
         src_col: Column of source vertex ids (integers or strings).
         dst_col: Column of destination vertex ids (same type as src_col).
-        weight_col: Column of edge weights (numeric, finite).
+        weight_col: Column of edge weights (numeric, finite), or None for an unweighted edge list: the forest of unit weights.
         backend: numpy (CPU), cupy (GPU) or auto (cupy when a GPU is usable; default: $GRAPH_BACKEND, else auto).
         compression: Parquet compression of the results (snappy: fast to write and read; zstd: smaller).
         partitions: Dask workers to split the graph over (one GPU each), or auto (one when the graph fits one GPU, else every GPU worker).

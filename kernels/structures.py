@@ -7,7 +7,7 @@ Encodings (all arrays of one backend, NumPy or CuPy):
 - vertex ids inside the kernels are dense int32 in [0, n); ``ids[i]`` is vertex i's original id.
 - ``EdgeList``: one entry per input row, in input order, so edge index e IS the input row.
   ``src[e]``, ``dst[e]`` int32; ``weight[e]`` in the input's dtype (float32 stays float32,
-  float64 stays exact) or None. Self-loops stay in the list: the CSR leaves them out and no
+  float64 stays exact), ``UNIT_WEIGHT`` ones for the forest of an unweighted input, or None. Self-loops stay in the list: the CSR leaves them out and no
   forest contains them, so kernels skip them instead of copying the list without them.
 - ``CSR``: ``indptr`` int64 [n+1] (exclusive prefix sum of degrees: arcs can exceed 2^31),
   ``indices`` int32 [nnz]; the neighbours of v are ``indices[indptr[v]:indptr[v+1]]``.
@@ -19,6 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 MAX_VERTICES = 2**31 - 1  # vertex ids are int32 inside the kernels
+# The forest of an unweighted edge list is the forest of unit weights: every spanning forest is
+# minimum, and Boruvka's tie-break by edge index picks one. float32, the narrowest weight both
+# backends' forest kernels order (4 bytes per edge).
+UNIT_WEIGHT = "float32"
 
 
 def check_vertex_count(count: int) -> None:

@@ -30,6 +30,7 @@ from prefect.cache_policies import NO_CACHE
 from kernels import backend as be
 from kernels.bfs import BFSResult, bfs
 from kernels.footprint import gpu_bytes, host_bytes
+from kernels.structures import UNIT_WEIGHT
 from kernels.graph import EdgeList, Graph, build_graph, edge_list, renumber
 from kernels.msf import MSFResult, minimum_spanning_forest
 from kernels.verify import verify_bfs, verify_forest
@@ -63,6 +64,7 @@ class PreparedEdges:
     self_loops: int
     read_seconds: float
     renumber_seconds: float
+    unit_weights: bool = False  # an unweighted input's forest: every edge weighs 1 (UNIT_WEIGHT)
 
     @property
     def rows(self) -> int:
@@ -207,12 +209,15 @@ def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None,
         except ValueError as exc:
             raise InputError(f"{path}: {exc}") from None
         names, weight, skipped = table.names, table.weight, table.skipped
+        unit_weights = weight is None and "msf" in algorithms
+        if unit_weights:
+            weight = xp.ones(table.rows, dtype=UNIT_WEIGHT)
         del table  # the input's own ids go once renumbered: nothing holds the edge list twice
         edges = edge_list(src, dst, weight, int(ids.shape[0]))
         del src, dst
         be.synchronize(xp)
     return PreparedEdges(edges, be.to_host(ids), names, str(path), skipped, backend, be.device_name(backend),
-                         edges.self_loops(), read_seconds, time.perf_counter() - start)
+                         edges.self_loops(), read_seconds, time.perf_counter() - start, unit_weights)
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False)
@@ -462,7 +467,7 @@ def summarize(p: PreparedEdges, graph: Timed | None, searches: list, forest: Tim
     if forest is not None:
         f = forest.value
         figures.update(forest_edges=int(f.edges.shape[0]), forest_weight=reported_total(p.edges.weight[f.edges]),
-                       components=f.components, rounds=f.rounds,
+                       components=f.components, rounds=f.rounds, **({"unit_weights": True} if p.unit_weights else {}),
                        edges_per_second=round(p.rows / forest.seconds) if forest.seconds > 0 else None)
         seconds["msf"] = forest.seconds
     seconds.update(validate=sum(c.seconds for c in checks), write=write_seconds)

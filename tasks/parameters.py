@@ -17,6 +17,7 @@ from tasks.errors import InputError
 
 BACKENDS = ("auto", "numpy", "cupy")  # auto: cupy when a GPU is usable (kernels.backend.resolve)
 RUNNERS = ("auto", "dask", "threads")  # where tasks run (flows/runners.py)
+NO_WEIGHTS = "none"  # --weight-col none: an unweighted edge list (weight_col None in the flows)
 
 
 def parse_partitions(value) -> int | str:

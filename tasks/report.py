@@ -36,6 +36,7 @@ class RunSummary(TypedDict):
     components: NotRequired[int]  # trees of the forest, isolated vertices included
     rounds: NotRequired[int]  # Boruvka rounds
     edges_per_second: NotRequired[int | None]  # input edges per second of the forest's stage
+    unit_weights: NotRequired[bool]  # the input had no weight column: every edge weighed 1
     # stage seconds, in the order the stages run (STAGES)
     connect_seconds: NotRequired[float]
     load_seconds: NotRequired[float]
@@ -103,7 +104,8 @@ def describe(kind: str, s: RunSummary) -> str:
         weight = s["forest_weight"]  # a float, or decimal text where float64 cannot hold the sum
         parts.append(f"forest of {count(s['forest_edges'], 'edge')}, weight "
                      f"{f'{weight:,.6g}' if isinstance(weight, float) else weight}, "
-                     f"{count(s['components'], 'component')}")
+                     f"{count(s['components'], 'component')}"
+                     + (" (unweighted: every edge weighs 1)" if s.get("unit_weights") else ""))
     return f"{kind}: {'; '.join(parts)}; validation {s['validation']} ({s['total_seconds']:.2f} s)"
 
 
@@ -120,7 +122,8 @@ def summary_rows(summary: RunSummary) -> list[dict]:
     row("edges", f"{number(s['edges'])} input rows ({number(s['self_loops'])} self-loops, ignored)")
     if "forest_edges" in s:
         row("components", number(s["components"]))
-        row("forest", f"{number(s['forest_edges'])} edges, total weight {number(s['forest_weight'])}")
+        row("forest", f"{number(s['forest_edges'])} edges, total weight {number(s['forest_weight'])}"
+                      + (" (unweighted input: every edge weighs 1)" if s.get("unit_weights") else ""))
         row("Boruvka", f"{number(s['rounds'])} rounds, {number(s['edges_per_second'] or 0)} edges/s")
     if "levels" in s:
         several = s["source_sets"] > 1

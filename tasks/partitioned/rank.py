@@ -20,6 +20,7 @@ import pyarrow as pa
 from kernels import backend as be
 from kernels.partitioned import bfs_partitioned, build_local_graph, fetch, locate, msf_partitioned, renumber_partitioned
 from kernels.partitioned_verify import verify_bfs_partitioned, verify_forest_partitioned
+from kernels.structures import UNIT_WEIGHT
 from tasks.errors import DeviceMemoryError, InputError, ValidationFailed
 from tasks.forest_weight import reported_total
 from tasks.parquet.checks import Signs, unify_signs
@@ -121,6 +122,8 @@ class _Rank:
         self._phase("read", started, "load")
         started = time.perf_counter()
         src, dst, weight = share.src, share.dst, share.weight
+        if weight is None and spec.forest:  # an unweighted input's forest: unit weights
+            weight = self.xp.ones(src.shape[0], dtype=UNIT_WEIGHT)
         try:
             src, dst, owned_ids, own = renumber_partitioned(comm, src, dst)
         except ValueError as exc:
@@ -215,6 +218,8 @@ class _Rank:
                                 components=forest.components, rounds=forest.rounds, merges=forest.merges,
                                 msf_stage_times=forest.stage_times,
                                 forest_weight=reported_total(weights))
+            if spec.plan.weight_dtype is None:
+                self.summary["unit_weights"] = True
             msf_seconds = self.seconds.get("msf", 0.0)
             self.summary["edges_per_second"] = round(spec.plan.rows / msf_seconds) if msf_seconds > 0 else None
             bad = [f"{k} ({v})" for k, v in report.items() if v != 0]
@@ -241,7 +246,7 @@ class _Rank:
             k = int(mine.shape[0])
             tables[FOREST_RESULT_NAME] = forest_table(pa.array(be.to_host(ends[:k]), type=id_type),
                                                       pa.array(be.to_host(ends[k:]), type=id_type),
-                                                      be.to_host(weight[mine]).astype(spec.plan.weight_dtype, copy=False))
+                                                      be.to_host(weight[mine]).astype(spec.plan.weight_dtype or UNIT_WEIGHT, copy=False))
         write_parts(tables, staging, self.rank, spec.layout, spec.compression)
         if spec.layout == "file":
             self._sum(1)  # every part is on disk before any rank reads them
