@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -114,13 +115,24 @@ def staging_name(token: str) -> str:
     return f".partitioned~{process_marker()}~{token}{STAGING_SUFFIX}"
 
 
+def remove_staging(staging: Path) -> None:
+    """A staging folder removed with all it holds. Ranks that still run when the driver gives
+    the run up cannot make it again (tasks.parquet.write.write_parts), but one may be creating a
+    file in it while it is removed, which leaves that folder behind: removed until it is gone."""
+    for _ in range(50):
+        shutil.rmtree(staging, ignore_errors=True)
+        if not os.path.lexists(staging):
+            return
+        time.sleep(0.02)
+
+
 def remove_stale_staging(output: Path, ending: int | None = None) -> list[Path]:
     """Delete staging directories in ``output`` left by dead drivers of this host (and by
     process ``ending``, which is about to exit)."""
     removed = []
     for path in Path(output).glob(f".partitioned~*~*~*{STAGING_SUFFIX}"):
         if left_by_dead_process(path.name, ending):
-            shutil.rmtree(path, ignore_errors=True)
+            remove_staging(path)
             removed.append(path)
     return removed
 

@@ -97,10 +97,11 @@ def remove_stale_temporaries(output: str | os.PathLike, ending: int | None = Non
     return removed
 
 
-def write_temporary(table: pa.Table, target: Path, compression: str, threads: int) -> Path:
+def write_temporary(table: pa.Table, target: Path, compression: str, threads: int, remake_folder: bool = True) -> Path:
     """``table`` encoded on up to ``threads`` cores (tasks.parquet.concat.write_table_parallel)
     into a temporary file beside ``target``, on disk (fsynced); its footer names the result
-    (RESULT_KEY). Nothing is left behind on failure."""
+    (RESULT_KEY). Nothing is left behind on failure. ``remake_folder``: a target folder removed
+    meanwhile is made again (else the write fails: FileNotFoundError)."""
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            RESULT_KEY: result_name(target).encode()})
     for attempt in range(3):
@@ -110,7 +111,7 @@ def write_temporary(table: pa.Table, target: Path, compression: str, threads: in
         except FileNotFoundError:
             # a run publishing into the same output removes a source-set-K folder it left empty
             # (remove_earlier_bfs_results): made again, it holds this temporary file from now on
-            if attempt == 2:
+            if attempt == 2 or not remake_folder:
                 raise
             target.parent.mkdir(parents=True, exist_ok=True)
     os.fchmod(fd, 0o666 & ~local().umask())  # mkstemp creates 0600; a result is as readable as the umask says
@@ -157,28 +158,48 @@ def _replace_dataset(new: Path, target: Path) -> None:
     remove_path(old)
 
 
+def make_folder_below(root: Path, folder: Path) -> None:
+    """``folder`` and the folders between it and ``root`` made where missing, never ``root``
+    itself: FileNotFoundError once ``root`` is gone."""
+    current = root
+    for part in folder.relative_to(root).parts:
+        current = current / part
+        try:
+            os.mkdir(current)
+        except FileExistsError:
+            pass
+    if not root.is_dir():
+        raise FileNotFoundError(2, os.strerror(2), str(root))
+
+
 def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEFAULT_COMPRESSION,
-               lock: str | os.PathLike | None = None, check=None, then=None) -> list[Path]:
+               lock: str | os.PathLike | None = None, check=None, then=None, inside: Path | None = None) -> list[Path]:
     """Write result files (target path -> table), all at once, the cores shared out among them
     (a Parquet writer encodes on one core and releases the GIL; each file is encoded in pieces,
     one per core it gets). Every file is encoded to a temporary first, and only once all are on
     disk are they renamed into place: a write that fails (a full disk, say) replaces none. With
     ``lock`` (a folder above every target), ``check()`` (if given; it may refuse by raising),
     the renames and ``then(targets)`` after them run while no other run publishes there
-    (tasks.parquet.publish.publishing)."""
+    (tasks.parquet.publish.publishing). With ``inside`` (a folder above every target that must
+    exist, a partitioned run's staging folder), folders are made below it and never it: a write
+    that finds it gone fails (FileNotFoundError) and leaves nothing."""
     if compression not in COMPRESSIONS:
         raise OutputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
     targets = [Path(t) for t in tables]
     for out in dict.fromkeys(t.parent for t in targets):
-        prepare_output_dir(out)
-        remove_stale_temporaries(out)
+        if inside is None:
+            prepare_output_dir(out)
+            remove_stale_temporaries(out)
+        else:
+            make_folder_below(inside, out)
 
     cores = len(os.sched_getaffinity(0))
     written: dict[Path, Path] = {}  # target -> its temporary, once on disk
 
     def write(target: Path, table: pa.Table) -> None:
         try:
-            written[target] = write_temporary(table, target, compression, threads=max(1, cores // len(targets)))
+            written[target] = write_temporary(table, target, compression, threads=max(1, cores // len(targets)),
+                                              remake_folder=inside is None)
         except OSError as exc:
             raise OutputError(f"{target}: cannot write results ({exc.strerror or exc})") from None
 
@@ -213,10 +234,22 @@ def part_path(staging: Path, result: str, rank: int, layout: str) -> Path:
 
 def write_parts(tables: dict[str, pa.Table], staging: Path, rank: int, layout: str,
                 compression: str = DEFAULT_COMPRESSION) -> list[Path]:
-    """This rank's part of each result (result name -> table), written at once."""
-    if not staging.is_dir():  # the driver gave the run up and removed it: do not recreate it
-        raise OutputError(f"{staging}: the run's staging directory is gone (the run was cancelled)")
-    return write_many({part_path(staging, result, rank, layout): t for result, t in tables.items()}, compression)
+    """This rank's part of each result (result name -> table), written at once. The staging
+    folder is never made here: once the driver gave the run up and removed it (a time limit, a
+    cancel, a failed rank), a rank still writing must not make it again, or it would be left in
+    the output."""
+    gone = OutputError(f"{staging}: the run's staging directory is gone (the run was cancelled)")
+    if not staging.is_dir():
+        raise gone
+    try:
+        return write_many({part_path(staging, result, rank, layout): t for result, t in tables.items()}, compression,
+                          inside=staging)
+    except OutputError:
+        if not staging.is_dir():
+            raise gone from None
+        raise
+    except FileNotFoundError:
+        raise gone from None
 
 
 def merge_parts(staging: Path, result: str, size: int) -> Path:
@@ -227,7 +260,7 @@ def merge_parts(staging: Path, result: str, size: int) -> Path:
     if not staging.is_dir():  # the driver gave the run up and removed it: do not recreate it
         raise OutputError(f"{staging}: the run's staging directory is gone (the run was cancelled)")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_folder_below(staging, target.parent)  # never the staging folder itself (write_parts)
         concatenate_files(parts, target, threads=len(os.sched_getaffinity(0)))
         with open(target, "rb") as fh:
             os.fsync(fh.fileno())

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import math
-import shutil
 import threading
 import time
 import uuid
@@ -31,7 +30,9 @@ from tasks.parameters import parse_partitions, source_plan
 from tasks.parquet.checks import integer_vertex_id
 from tasks.parquet.output_paths import prepare_output_dir
 from tasks.parquet.plan import InputPlan, check_integer_ids, plan_input
-from tasks.parquet.publish import publish, publishing, remove_earlier_bfs_results, remove_stale_staging, staging_name
+from tasks.parquet.publish import (
+    publish, publishing, remove_earlier_bfs_results, remove_stale_staging, remove_staging, staging_name,
+)
 from tasks.parquet.results import BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, FOREST_RESULT_NAME, LAYOUTS
 from tasks.partitioned.comm_tcp import CommError, comm_timeout, open_endpoint
 from tasks.partitioned.rank import RunSpec, nccl_unique_id, rank_main
@@ -253,14 +254,14 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
             log.info("removed %s, an earlier run's result that this run does not replace", path)
     except BaseException:
         client.cancel([f for f in futures if f.status not in ("finished", "error")])
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_staging(staging)
         if created:
             try:
                 out.rmdir()  # only if the failed run left it empty, as it found it
             except OSError:
                 pass
         raise
-    shutil.rmtree(staging, ignore_errors=True)
+    remove_staging(staging)
     device = client.run(be.device_name, backend, workers=[workers[0]])[workers[0]]
     figures = dict(summaries[0])  # every rank holds the run's figures after the reductions
     # a stage lasts as long as its slowest rank
