@@ -20,6 +20,7 @@ from contextlib import contextmanager
 # os-level only, like this module: nothing heavy before the arguments are checked
 from flows import interrupts
 from flows.arguments import UsageError, build_parser, check, parameters
+from flows.run_log import one_line
 from flows.server import TemporaryServer, api_url_configured_outside_prefect, drain_to_api
 
 
@@ -63,7 +64,7 @@ def main(kind: str, argv=None) -> int:
         if not interrupts.interrupted(exc):
             if not isinstance(exc, Exception):
                 raise
-            # every failure becomes one line; the traceback is in Prefect's log
+            # every failure becomes one line; the traceback is in the run's log, at DEBUG
             print(f"error: {one_line(exc)}", file=sys.stderr)
         else:
             interrupts.ending(130)  # a second signal exits at once
@@ -130,22 +131,6 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
     except BrokenPipeError:  # `| head -1`: the run succeeded; what the reader did not take is dropped
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
-
-
-def one_line(exc: BaseException) -> str:
-    """An error as the one line the command prints."""
-    text = str(exc).strip()
-    if not text:
-        return type(exc).__name__
-    lines = [line.strip(" -") for line in text.splitlines() if line.strip()]
-    if type(exc).__name__ == "ParameterTypeError":  # "invalid parameters:" + one line per parameter
-        return "invalid parameters: " + "; ".join(lines[1:])
-    if type(exc).__name__ == "FlowRunTimeoutError":  # Prefect's text: "Scope timed out after N second(s)."
-        from flows.common import FLOW_TIMEOUT_SECONDS
-
-        return (f"the run took longer than its time limit of {FLOW_TIMEOUT_SECONDS:g} s and was stopped "
-                "(GRAPH_FLOW_TIMEOUT_SECONDS sets the limit)")
-    return lines[0]
 
 
 def console_off() -> dict:

@@ -15,6 +15,7 @@ from prefect.context import FlowRunContext
 from prefect.futures import PrefectFuture
 from pydantic import Field
 
+from flows.run_log import quiet_failures
 from tasks import settings, stopping
 from tasks.artifacts import publish_failure, publish_summary
 from tasks.errors import InputError
@@ -37,6 +38,8 @@ FLOW_TIMEOUT_SECONDS = settings.seconds("GRAPH_FLOW_TIMEOUT_SECONDS", 6 * 3600)
 
 # Tags every run carries (deployments add their own in prefect.yaml).
 TAGS = ("graph",)
+
+quiet_failures()  # a failed run's log: one ERROR line (flows/run_log.py)
 
 
 def input_stem(input_path: str) -> str:
