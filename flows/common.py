@@ -21,7 +21,7 @@ from tasks.artifacts import publish_failure, publish_summary
 from tasks.errors import InputError
 from tasks.parameters import BACKENDS, OUTPUT_LAYOUTS
 from tasks.partitioned_tasks import decide_partitions
-from tasks.report import RunSummary, describe
+from tasks.report import RunSummary, describe, input_stem
 
 # Parameter types: Prefect checks them when a run starts (before any task), so a wrong value
 # from the UI's form or from Python fails the run at once with one message naming it.
@@ -40,10 +40,6 @@ FLOW_TIMEOUT_SECONDS = settings.seconds("GRAPH_FLOW_TIMEOUT_SECONDS", 6 * 3600)
 TAGS = ("graph",)
 
 quiet_failures()  # a failed run's log: one ERROR line (flows/run_log.py)
-
-
-def input_stem(input_path: str) -> str:
-    return Path(str(input_path).rstrip("/")).stem
 
 
 def default_output(input_path: str) -> str:

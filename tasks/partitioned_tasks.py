@@ -12,10 +12,10 @@ from tasks import artifacts
 from tasks.graph_tasks import check_flow_run_going
 from tasks.partitioned.driver import count_partitions, run_partitioned
 from tasks.pickling import pickle_by_reference
-from tasks.report import RunSummary, artifact_key, bfs_levels_markdown, direction_summary, search_label
+from tasks.report import RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, direction_summary, search_label
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@task(cache_policy=NO_CACHE, persist_result=False, task_run_name=TaskRunName("partitioned"))
 def partitioned_run(input: str, output: str, partitions=2, **options) -> RunSummary:
     """A whole partitioned run (see run_partitioned); publishes the validation reports as the
     one-partition run's tasks do (bfs-validation[-source-set-K], msf-validation) and returns the
@@ -63,7 +63,7 @@ def partitioned_run(input: str, output: str, partitions=2, **options) -> RunSumm
     return summary
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@task(cache_policy=NO_CACHE, persist_result=False, task_run_name=TaskRunName("partitions"))
 def decide_partitions(input: str, partitions="auto", backend: str | None = None, src_col: str = "src",
                       dst_col: str = "dst", weight_col: str | None = None, algorithms: tuple = ("bfs", "msf"),
                       directed: bool = False) -> int:

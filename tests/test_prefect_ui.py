@@ -181,3 +181,14 @@ def test_a_failed_runs_log_holds_one_error_line_with_the_message_and_the_traceba
     errors = [log["message"] for log in shown if log["level"] >= logging.ERROR]
     assert errors == [f"{path}: column 'dst' is null at row 1"], errors
     assert not any("NotReady" in log["message"] or "Traceback" in log["message"] for log in shown), shown
+
+
+def test_task_runs_are_named_after_what_they_do(tmp_path):
+    """Task runs had Prefect's default names (load_edges-5ed, breadth_first_search-a3c): which
+    search was which could not be told in the UI."""
+    state = pipeline_flow(SAMPLE, source_sets=[["0"], ["3"]], output=str(tmp_path / "o"), return_state=True)
+    assert state.is_completed()
+    runs = api("/task_runs/filter", {"flow_runs": {"id": {"any_": [str(state.state_details.flow_run_id)]}}})
+    assert sorted(run["name"] for run in runs) == sorted([
+        "load-graph", "csr", "bfs-source-set-0", "bfs-source-set-1", "validate-bfs-source-set-0",
+        "validate-bfs-source-set-1", "msf", "validate-msf", "write"])
