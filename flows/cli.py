@@ -20,6 +20,7 @@ from contextlib import contextmanager
 # os-level only, like this module: nothing heavy before the arguments are checked
 from flows import interrupts
 from flows.arguments import UsageError, build_parser, check, parameters
+from flows.run_log import one_line
 from flows.server import TemporaryServer, api_url_configured_outside_prefect, drain_to_api
 
 
@@ -31,6 +32,7 @@ def run_command(kind: str):
     import atexit
 
     code = main(kind)
+    interrupts.ending(code)  # a signal now exits at once, with this status (Prefect's handlers can take seconds)
     sys.stdout.flush()
     sys.stderr.flush()
     spec = sys.modules.get("distributed.deploy.spec")
@@ -52,27 +54,35 @@ def main(kind: str, argv=None) -> int:
     handlers = interrupts.install_handlers()
     server = watchdog = None
     params = parameters(kind, args)
+    code = 1
     try:
         if not api_url_configured_outside_prefect():
             server = TemporaryServer()  # boots while the imports below run
         watchdog = interrupts.Watchdog(params, server)
-        return _run(kind, args, params, runner_kind, server)
+        code = _run(kind, args, params, runner_kind, server)
     except BaseException as exc:
-        if interrupts.interrupted(exc):
-            interrupts.remove_temporaries(params)
-            print("interrupted: no partial file was left", file=sys.stderr)
-            return 130
-        if not isinstance(exc, Exception):
-            raise
-        # every failure becomes one line; the traceback is in Prefect's log
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        return 1
+        if not interrupts.interrupted(exc):
+            if not isinstance(exc, Exception):
+                raise
+            # every failure becomes one line; the traceback is in the run's log, at DEBUG
+            print(f"error: {one_line(exc)}", file=sys.stderr)
+        else:
+            interrupts.ending(130)  # a second signal exits at once
+            if interrupts.mark_stopped() == "COMPLETED":  # the run was done before the signal took effect
+                print(interrupts.COMPLETED_ANYWAY, file=sys.stderr)
+                code = 0
+            else:
+                interrupts.remove_temporaries(params)
+                print("interrupted: no partial file was left", file=sys.stderr)
+                code = 130
     finally:
+        interrupts.ending(code)  # a signal during the clean-up below ends it with the outcome decided
         if watchdog is not None:
             watchdog.close()
         if server is not None:
             server.stop()
         interrupts.restore_handlers(handlers)
+    return code
 
 
 def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServer | None) -> int:
@@ -105,7 +115,9 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
         settings[PREFECT_API_URL] = environment["PREFECT_API_URL"] = server.wait()
     with temporary_settings(updates=settings), inherited_environment(environment), tags(*TAGS, kind, "cli"):
         with cluster_started_early(runner):  # its workers start while Prefect creates the flow run
-            state = flow.with_options(task_runner=runner)(**params, return_state=True)
+            # (note_run: the run a signal stops is marked Cancelled on the server)
+            state = flow.with_options(task_runner=runner, on_running=[interrupts.note_run])(**params,
+                                                                                         return_state=True)
         if server is not None:  # (an interrupted run raised above: Ctrl-C does not wait for this)
             drain_to_api()
         summary = state.result()  # raises the run's error
@@ -119,22 +131,6 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
     except BrokenPipeError:  # `| head -1`: the run succeeded; what the reader did not take is dropped
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
-
-
-def one_line(exc: BaseException) -> str:
-    """An error as the one line the command prints."""
-    text = str(exc).strip()
-    if not text:
-        return type(exc).__name__
-    lines = [line.strip(" -") for line in text.splitlines() if line.strip()]
-    if type(exc).__name__ == "ParameterTypeError":  # "invalid parameters:" + one line per parameter
-        return "invalid parameters: " + "; ".join(lines[1:])
-    if type(exc).__name__ == "FlowRunTimeoutError":  # Prefect's text: "Scope timed out after N second(s)."
-        from flows.common import FLOW_TIMEOUT_SECONDS
-
-        return (f"the run took longer than its time limit of {FLOW_TIMEOUT_SECONDS:g} s and was stopped "
-                "(GRAPH_FLOW_TIMEOUT_SECONDS sets the limit)")
-    return lines[0]
 
 
 def console_off() -> dict:

@@ -15,13 +15,14 @@ from prefect.context import FlowRunContext
 from prefect.futures import PrefectFuture
 from pydantic import Field, StrictInt
 
+from flows.run_log import quiet_failures
 from tasks import settings, stopping
 from tasks.artifacts import publish_failure, publish_summary
 from tasks.errors import InputError
 from tasks.parameters import BACKENDS
 from tasks.parquet.results import COMPRESSIONS, LAYOUTS
 from tasks.partitioned_tasks import decide_partitions
-from tasks.report import RunSummary, describe
+from tasks.report import RunSummary, describe, input_stem
 
 # Parameter types: Prefect checks them when a run starts (before any task), so a wrong value
 # from the UI's form or from Python fails the run at once with one message naming it.
@@ -42,9 +43,7 @@ FLOW_TIMEOUT_SECONDS = settings.seconds("GRAPH_FLOW_TIMEOUT_SECONDS", 6 * 3600)
 # Tags every run carries (deployments add their own in prefect.yaml).
 TAGS = ("graph",)
 
-
-def input_stem(input_path: str) -> str:
-    return Path(str(input_path).rstrip("/")).stem
+quiet_failures()  # a failed run's log: one ERROR line (flows/run_log.py)
 
 
 def default_output(input_path: str) -> str:

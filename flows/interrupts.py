@@ -1,12 +1,22 @@
 """SIGINT and SIGTERM during a command: the handlers that turn both into KeyboardInterrupt, the
 watchdog that ends the process if the run does not unwind in time, how to tell that a run
-ended because of a signal, and the clean-up of what its processes were writing.
+ended because of a signal, the state the run is left in on the server, and the clean-up of what
+its processes were writing.
+
+A run the command stopped is Cancelled on the server before the command exits 130: Prefect
+itself would record a crash only once the run has unwound (the task in hand finished), which
+the watchdog does not wait for, and with no heartbeat (the command turns it off) nothing would
+ever mark it. A run that had completed before the signal took effect is left Completed, and the
+command then exits 0. Once the command's outcome is decided (``ending``), a signal ends the
+process at once with that exit status: no traceback from a signal during the clean-up, and no
+silent 143 from the default handler while Prefect's exit handlers send the last logs.
 """
 from __future__ import annotations
 
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -39,8 +49,6 @@ class Watchdog:
     command's temporary Prefect server (flows.server.TemporaryServer), killed on the way out."""
 
     def __init__(self, params: dict, server):
-        import threading
-
         self.params, self.server = params, server
         self.read_end, write_end = os.pipe()
         os.set_blocking(write_end, False)
@@ -56,14 +64,18 @@ class Watchdog:
                 return
             if not woken:
                 return
-            if woken[0] in SIGNALS:
+            if woken[0] in SIGNALS and not _ending:
                 from tasks import stopping
 
                 stopping.request_stop()  # in-process stages: none starts, nothing is published
                 time.sleep(INTERRUPT_GRACE_SECONDS)
-                self._end()
+                if not _ending:  # (the run may have unwound meanwhile, and the command be ending)
+                    self._end(woken[0])
 
-    def _end(self) -> None:
+    def _end(self, signum: int) -> None:
+        if mark_stopped(signum) == "COMPLETED":  # done before the signal took effect: as a run that ended
+            print(COMPLETED_ANYWAY, file=sys.stderr, flush=True)
+            os._exit(0)
         try:
             import psutil
 
@@ -73,6 +85,10 @@ class Watchdog:
             psutil.wait_procs(children, timeout=0.2)
         except Exception:  # ending anyway: what is left of the children ends with its parent
             pass
+        # once more, last: the flow run's engine, still unwinding in this process, may have
+        # recorded a crash or a failure over the first mark meanwhile (the children it waited on
+        # have just gone)
+        mark_stopped(signum)
         if self.server is not None and self.server.process.poll() is None:
             self.server.process.kill()
         try:
@@ -89,11 +105,63 @@ class Watchdog:
 
 _signals_received: list[int] = []
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+COMPLETED_ANYWAY = "interrupted after the run had completed: its results were written"
+_run: dict = {}  # the flow run this command started: its id and API (note_run)
+_marking = threading.Lock()
+_ending = False
+
+
+def note_run(flow, flow_run, state) -> None:
+    """An on_running hook that the command adds to its flow: the run to mark if a signal ends
+    the command, and the API it is on (the command's settings are not the watchdog thread's)."""
+    from prefect.settings import PREFECT_API_URL
+
+    _run.update(id=flow_run.id, api=PREFECT_API_URL.value())
+
+
+def mark_stopped(signum: int | None = None, timeout: float = 5.0) -> str | None:
+    """Set the command's flow run Cancelled on the server, naming the signal, unless it had
+    completed (or is already cancelled); returns the type of the state the run is left in
+    (None: no run started, or the server did not answer within ``timeout`` seconds)."""
+    if "id" not in _run:
+        return None
+    signum = signum or (_signals_received[0] if _signals_received else signal.SIGINT)
+    answer: list = []
+
+    def mark():
+        from prefect.client.orchestration import get_client
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+        from prefect.states import Cancelled
+
+        with _marking, temporary_settings(updates={PREFECT_API_URL: _run["api"]}), \
+                get_client(sync_client=True) as client:
+            state = client.read_flow_run(_run["id"]).state
+            if state is None or state.type.value not in ("COMPLETED", "CANCELLED"):
+                message = f"stopped by {signal.Signals(signum).name}: the command that ran it was interrupted"
+                state = client.set_flow_run_state(_run["id"], Cancelled(message=message), force=True).state
+            answer.append(state.type.value if state is not None else None)
+
+    worker = threading.Thread(target=mark, name="mark-interrupted-run", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return answer[0] if answer else None
+
+
+def ending(code: int) -> None:
+    """The command's outcome is decided: from now on SIGINT and SIGTERM end the process at once
+    with exit status ``code`` (what it had to say is said)."""
+    global _ending
+    _ending = True
+    for signum in SIGNALS:
+        signal.signal(signum, lambda *_: os._exit(code))
 
 
 def install_handlers() -> dict:
     """SIGINT and SIGTERM raise KeyboardInterrupt from now on; returns the handlers replaced."""
+    global _ending
+    _ending = False
     _signals_received.clear()
+    _run.clear()
     return {signum: signal.signal(signum, _interrupt) for signum in SIGNALS}
 
 

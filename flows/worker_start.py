@@ -21,3 +21,6 @@ TASK_MODULES = ("flows.dask_runner", "tasks.graph_tasks", "tasks.partitioned_tas
 def dask_setup(worker) -> None:
     for name in TASK_MODULES:
         importlib.import_module(name)
+    from flows.run_log import quiet_failures
+
+    quiet_failures()  # the tasks' failures as the flow's process logs them

@@ -45,7 +45,8 @@ from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_R
 from tasks.parquet.tables import dense_bfs_table, dense_forest_table, vertex_names
 from tasks.pickling import pickle_by_reference
 from tasks.report import (
-    RunSummary, artifact_key, bfs_levels_markdown, direction_summary, msf_rounds_markdown, run_summary, search_label,
+    RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, direction_summary, msf_rounds_markdown, run_summary,
+    search_label,
 )
 
 
@@ -220,7 +221,8 @@ def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None,
                          edges.self_loops(), read_seconds, time.perf_counter() - start, unit_weights)
 
 
-@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False)
+@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False,
+      task_run_name=TaskRunName("load"))
 def load_edges(path: str, src_col: str, dst_col: str, weight_col: str | None, backend: str | None,
                algorithms: tuple = ("bfs", "msf"), directed: bool = False) -> Timed:
     """The input on the compute backend, renumbered (a PreparedEdges, see prepare_input). The
@@ -256,7 +258,7 @@ def dense_sources(p: PreparedEdges, sources: list) -> np.ndarray:
     return np.array(found, dtype=np.int64)
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@task(cache_policy=NO_CACHE, persist_result=False, task_run_name=TaskRunName("csr"))
 def build_csr(prepared: Timed, directed: bool) -> Timed:
     """CSR by degree counts, exclusive prefix sum and scatter (plus the reverse CSR if directed)."""
     p: PreparedEdges = prepared.value
@@ -290,7 +292,7 @@ class Search:
     result: BFSResult
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@task(cache_policy=NO_CACHE, persist_result=False, task_run_name=TaskRunName("bfs"))
 def breadth_first_search(prepared: Timed, graph: Timed, source_ids: list, depth_limit: int | None,
                          source_set: int | None = None) -> Timed:
     """Direction-optimizing BFS from all of a set's sources at once (a Search); publishes the
@@ -327,7 +329,7 @@ def breadth_first_search(prepared: Timed, graph: Timed, source_ids: list, depth_
     return Timed(Search(sources, r), search.seconds)
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@task(cache_policy=NO_CACHE, persist_result=False, task_run_name=TaskRunName("msf"))
 def spanning_forest(prepared: Timed) -> Timed:
     """Boruvka minimum spanning forest (an MSFResult); publishes the per-round table as a
     markdown artifact."""
@@ -351,7 +353,7 @@ def spanning_forest(prepared: Timed) -> Timed:
     return forest
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@task(cache_policy=NO_CACHE, persist_result=False, task_run_name=TaskRunName("validate-bfs"))
 def validate_bfs(prepared: Timed, search: Timed, directed: bool, depth_limit: int | None,
                  source_set: int | None = None) -> Timed:
     """Graph500's five rules on the raw edge list; fails the run on any violation."""
@@ -367,7 +369,7 @@ def validate_bfs(prepared: Timed, search: Timed, directed: bool, depth_limit: in
     return Timed(report, seconds)
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@task(cache_policy=NO_CACHE, persist_result=False, task_run_name=TaskRunName("validate-msf"))
 def validate_forest(prepared: Timed, forest: Timed) -> Timed:
     """Forest structure and minimality (cycle property; Kruskal's total for small graphs)."""
     stopping.check("MSF validation")
@@ -385,7 +387,7 @@ def validate_forest(prepared: Timed, forest: Timed) -> Timed:
 
 
 WRITE_OPTIONS = dict(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE,
-                     persist_result=False)
+                     persist_result=False, task_run_name=TaskRunName("write"))
 
 
 @task(**WRITE_OPTIONS)

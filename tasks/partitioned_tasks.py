@@ -13,10 +13,10 @@ from tasks.graph_tasks import check_flow_run_going
 from tasks.lineage import materializing
 from tasks.partitioned.driver import count_partitions, run_partitioned
 from tasks.pickling import pickle_by_reference
-from tasks.report import RunSummary, artifact_key, bfs_levels_markdown, direction_summary, search_label
+from tasks.report import RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, direction_summary, search_label
 
 
-RUN_OPTIONS = dict(cache_policy=NO_CACHE, persist_result=False)
+RUN_OPTIONS = dict(cache_policy=NO_CACHE, persist_result=False, task_run_name=TaskRunName("partitioned"))
 
 
 @task(**RUN_OPTIONS)
@@ -73,7 +73,7 @@ def partitioned_runner(results: list, input: str) -> Task:
     return materializing(partitioned_run, RUN_OPTIONS, results, input)
 
 
-@task(cache_policy=NO_CACHE, persist_result=False)
+@task(cache_policy=NO_CACHE, persist_result=False, task_run_name=TaskRunName("partitions"))
 def decide_partitions(input: str, partitions="auto", backend: str | None = None, src_col: str = "src",
                       dst_col: str = "dst", weight_col: str | None = None, algorithms: tuple = ("bfs", "msf"),
                       directed: bool = False) -> int:

@@ -1,12 +1,14 @@
 """What a run reports, as text and data: the run's summary (``RunSummary``, one schema for the
 one-partition and the partitioned run), its terminal line (``describe``) and its table rows
-(``summary_rows``), and the markdown of the per-level BFS, per-round Boruvka and validation
+(``summary_rows``), the names of task runs, and the markdown of the per-level BFS, per-round Boruvka and validation
 artifacts. Nothing here talks to Prefect (tasks/artifacts.py publishes) or computes on arrays:
 the partitioned driver builds its summary with this module too.
 """
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import NotRequired, TypedDict
 
 
@@ -145,6 +147,27 @@ def failure_rows(input: str, message: str, validation_failed: bool) -> list[dict
     return [{"quantity": "validation", "value": "FAILED" if validation_failed else "not reached"},
             {"quantity": "input", "value": os.path.abspath(input)},
             {"quantity": "error", "value": message}]
+
+
+def input_stem(input_path: str) -> str:
+    """The input's file or directory name without its suffix: graph for data/graph.parquet."""
+    return Path(str(input_path).rstrip("/")).stem
+
+
+@dataclass(frozen=True)
+class TaskRunName:
+    """A task's ``task_run_name``: what it does, then the input's stem where the task takes the
+    input's path (load-kron14) or the source set where it takes one (bfs-source-set-1; bfs for
+    the one search of --source). A class rather than a closure, so that it pickles by reference
+    when Dask sends the task."""
+
+    what: str
+
+    def __call__(self, parameters: dict) -> str:  # Prefect passes the task run's parameters
+        for name in ("path", "input"):
+            if isinstance(parameters.get(name), str):
+                return f"{self.what}-{input_stem(parameters[name])}"
+        return artifact_key(self.what, parameters.get("source_set"))
 
 
 def artifact_key(name: str, source_set: int | None) -> str:

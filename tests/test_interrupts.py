@@ -36,3 +36,52 @@ def test_signal_after_the_read_stops_the_run_before_any_later_stage(tmp_path, ru
     assert run.returncode == 130, rest
     assert "MSF validation passed" not in rest and "wrote " not in rest
     assert not out.exists() or list(out.iterdir()) == []
+
+
+def _flow_run_writing_to(out) -> "object":
+    """The flow run, read back from the server, whose output parameter is ``out``."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        runs = [r for r in client.read_flow_runs(limit=200) if r.parameters.get("output") == str(out)]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+@pytest.mark.parametrize("runner, signum", [("threads", signal.SIGTERM), ("dask", signal.SIGTERM),
+                                            ("threads", signal.SIGINT)], ids=["threads-SIGTERM", "dask-SIGTERM",
+                                                                              "threads-SIGINT"])
+def test_a_stopped_command_leaves_its_flow_run_cancelled_on_the_server(tmp_path, runner, signum):
+    """The run was Running on the server for good once the command had exited 130 (the task in
+    hand outlived the watchdog's grace, and the command runs without a heartbeat): the command
+    now marks it Cancelled, naming the signal, before it exits."""
+    src, dst, weight = kronecker(np, 17, seed=5)
+    graph = tmp_path / "kron.parquet"
+    pq.write_table(pa.table({"src": src, "dst": dst, "weight": weight}), graph)
+    out = tmp_path / "out"
+    run = subprocess.Popen([sys.executable, "-m", "flows.mst", str(graph), "--output", str(out), "--runner", runner,
+                            "--verbose"], cwd=ROOT, env={**os.environ, "PREFECT_LOGGING_LEVEL": "INFO"},
+                           text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for line in run.stderr:
+        if "read 2,097,152 edges" in line:  # the forest's task is in hand
+            run.send_signal(signum)
+            break
+    else:
+        pytest.fail("the run never logged its read")
+    _, rest = run.communicate(timeout=120)
+    assert run.returncode == 130, rest
+    state = _flow_run_writing_to(out).state
+    assert state.type.value == "CANCELLED", (state.type, state.message)
+    assert state.message == f"stopped by {signum.name}: the command that ran it was interrupted"
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_a_signal_once_the_outcome_is_decided_exits_with_that_outcome():
+    """Once a command has said how it ended, Prefect's exit handlers can take seconds to send the
+    last logs; a SIGTERM then ended it with 143 and no word (the default handler), though its run
+    had completed and written its file. It now exits with the status already decided."""
+    code = ("import os, signal, time\nfrom flows import interrupts\ninterrupts.ending(0)\n"
+            "os.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(30)\nraise SystemExit(5)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""

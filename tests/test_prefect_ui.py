@@ -161,3 +161,34 @@ def test_failed_run_summary_says_what_failed(tmp_path, monkeypatch):
     # the task's own report, published before its failure ends the run, says which check failed
     report = next(a for a in artifacts_of(state.state_details.flow_run_id) if a["key"] == "msf-validation")
     assert report["data"].startswith("# MSF validation: FAILED") and "| FAIL |" in report["data"]
+
+
+def test_a_failed_runs_log_holds_one_error_line_with_the_message_and_the_traceback_at_debug(tmp_path):
+    """A bad input row used to give a run's log four ERROR lines for one error: the failing
+    task's, one 'NotReady ... did not reach a COMPLETED state' per task downstream of it, and
+    the flow's with a traceback. Read back from the server: the run and its task runs log one
+    ERROR line, the message itself."""
+    import pyarrow as pa
+    from prefect.logging.handlers import APILogWorker
+
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"src": [0, 1, 2], "dst": [1, None, 0], "weight": [1.0, 2.0, 3.0]}), path)
+    state = pipeline_flow(str(path), source=["0"], output=str(tmp_path / "o"), return_state=True)
+    assert state.is_failed()
+    APILogWorker.drain_all(timeout=30)
+    logs = api("/logs/filter", {"logs": {"flow_run_id": {"any_": [str(state.state_details.flow_run_id)]}}})
+    shown = [log for log in logs if log["level"] >= logging.INFO]
+    errors = [log["message"] for log in shown if log["level"] >= logging.ERROR]
+    assert errors == [f"{path}: column 'dst' is null at row 1"], errors
+    assert not any("NotReady" in log["message"] or "Traceback" in log["message"] for log in shown), shown
+
+
+def test_task_runs_are_named_after_what_they_do(tmp_path):
+    """Task runs had Prefect's default names (load_edges-5ed, breadth_first_search-a3c): which
+    search was which could not be told in the UI."""
+    state = pipeline_flow(SAMPLE, source_sets=[["0"], ["3"]], output=str(tmp_path / "o"), return_state=True)
+    assert state.is_completed()
+    runs = api("/task_runs/filter", {"flow_runs": {"id": {"any_": [str(state.state_details.flow_run_id)]}}})
+    assert sorted(run["name"] for run in runs) == sorted([
+        "load-graph", "csr", "bfs-source-set-0", "bfs-source-set-1", "validate-bfs-source-set-0",
+        "validate-bfs-source-set-1", "msf", "validate-msf", "write"])
