@@ -45,8 +45,8 @@ from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_R
 from tasks.parquet.tables import dense_bfs_table, dense_forest_table, vertex_names
 from tasks.pickling import pickle_by_reference
 from tasks.report import (
-    RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, direction_summary, msf_rounds_markdown, run_summary,
-    search_label,
+    RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, count, direction_summary, msf_rounds_markdown,
+    run_summary, search_label,
 )
 
 
@@ -303,7 +303,7 @@ def breadth_first_search(prepared: Timed, graph: Timed, source_ids: list, depth_
     g: Graph = graph.value
     label = search_label(source_set)
     progress = Progress(artifact_key("bfs-progress", source_set), g.out.nnz,
-                        f"{label} from {len(sources)} source(s) over {g.n:,} vertices")
+                        f"{label} from {count(len(sources), 'source')} over {count(g.n, 'vertex', 'vertices')}")
     reached = [len(sources)]
     steps = StepLog()
 
@@ -315,7 +315,7 @@ def breadth_first_search(prepared: Timed, graph: Timed, source_ids: list, depth_
     with device_memory_guard("BFS", g.out.nnz):
         search = _timed(be.array_module(g.out.indptr), bfs, g, sources, depth_limit, on_level=on_level)
     r: BFSResult = search.value
-    progress.update(100, f"done: {r.levels:,} levels in {search.seconds:.3f} s", final=True)
+    progress.update(100, f"done: {count(r.levels, 'level')} in {search.seconds:.3f} s", final=True)
     artifacts.publish(
         create_markdown_artifact,
         key=artifact_key("bfs-levels", source_set),
@@ -344,12 +344,12 @@ def spanning_forest(prepared: Timed) -> Timed:
     with device_memory_guard("MSF", e.m):
         forest = _timed(be.array_module(e.src), minimum_spanning_forest, e, on_round=on_round)
     f: MSFResult = forest.value
-    progress.update(100, f"done: {f.rounds} rounds in {forest.seconds:.3f} s", final=True)
+    progress.update(100, f"done: {count(f.rounds, 'round')} in {forest.seconds:.3f} s", final=True)
     artifacts.publish(create_markdown_artifact, key="msf-rounds",
                       markdown=msf_rounds_markdown(f.rounds, f.bands, steps.rows, e.m, forest.seconds),
                       description="Boruvka: edges still crossing components and seconds per round")
-    get_run_logger().info("MSF: %s edges, %s trees, %d rounds in %d bands, %.3f s",
-                          f"{int(f.edges.shape[0]):,}", f"{f.components:,}", f.rounds, f.bands, forest.seconds)
+    get_run_logger().info("MSF: %s, %s, %s in %s, %.3f s", count(int(f.edges.shape[0]), "edge"),
+                          count(f.components, "tree"), count(f.rounds, "round"), count(f.bands, "band"), forest.seconds)
     return forest
 
 
@@ -419,7 +419,7 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
         get_run_logger().info("wrote %s (%s rows)", path, f"{table.num_rows:,}")
     for path in removed:
         get_run_logger().info("removed %s, an earlier run's result that this run does not replace", path)
-    get_run_logger().info("wrote %d file(s) with %s compression in %.3f s", len(paths), compression, seconds)
+    get_run_logger().info("wrote %s with %s compression in %.3f s", count(len(paths), "file"), compression, seconds)
     summary = summarize(p, graph, searches, forest, checks, paths, seconds)
     artifacts.wait_until_published()
     return summary

@@ -97,15 +97,27 @@ def number(x) -> str:
     return f"{x:,.6f}".rstrip("0").rstrip(".")
 
 
+def weight_text(weight: float | str) -> str:
+    """A total weight as a reader takes it in, beside counts with thousands separators: six
+    significant digits, and every digit of the whole part (1,186,390, never 1.18639e+06);
+    scientific only beyond 1e15 or below 1e-4; text (a sum beyond float64's range) as it is."""
+    if isinstance(weight, str):
+        return weight
+    size = abs(weight)
+    if weight != 0 and (size >= 1e15 or size < 1e-4):
+        return f"{weight:.6g}"
+    whole = len(f"{int(size)}") if size >= 1 else 0
+    text = f"{weight:,.{max(0, 6 - whole)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def describe(kind: str, s: RunSummary) -> str:
     """One line for the terminal: what was computed and that it was checked."""
     parts = [f"{count(s['vertices'], 'vertex', 'vertices')}, {count(s['edges'], 'edge')}"]
     if "levels" in s:
         parts.append("BFS " + ", ".join(count(n, "level") for n in s["levels"]))
     if "forest_edges" in s:
-        weight = s["forest_weight"]  # a float, or decimal text where float64 cannot hold the sum
-        parts.append(f"forest of {count(s['forest_edges'], 'edge')}, weight "
-                     f"{f'{weight:,.6g}' if isinstance(weight, float) else weight}, "
+        parts.append(f"forest of {count(s['forest_edges'], 'edge')}, weight {weight_text(s['forest_weight'])}, "
                      f"{count(s['components'], 'component')}"
                      + (" (unweighted: every edge weighs 1)" if s.get("unit_weights") else ""))
     return f"{kind}: {'; '.join(parts)}; validation {s['validation']} ({s['total_seconds']:.2f} s)"
@@ -124,15 +136,17 @@ def summary_rows(summary: RunSummary) -> list[dict]:
     row("edges", f"{number(s['edges'])} input rows ({number(s['self_loops'])} self-loops, ignored)")
     if "forest_edges" in s:
         row("components", number(s["components"]))
-        row("forest", f"{number(s['forest_edges'])} edges, total weight {number(s['forest_weight'])}"
+        row("forest", f"{count(s['forest_edges'], 'edge')}, total weight {number(s['forest_weight'])}"
                       + (" (unweighted input: every edge weighs 1)" if s.get("unit_weights") else ""))
-        row("Boruvka", f"{number(s['rounds'])} rounds, {number(s['edges_per_second'] or 0)} edges/s")
+        row("Boruvka", f"{count(s['rounds'], 'round')}, {number(s['edges_per_second'] or 0)} edges/s")
     if "levels" in s:
         several = s["source_sets"] > 1
         for k, (levels, reached) in enumerate(zip(s["levels"], s["reached"])):
             where = f" (source set {k})" if several else ""
-            row(f"BFS{where}", f"{number(levels)} levels, reached {number(reached)} of {number(s['vertices'])} vertices")
-        row("BFS rate", f"{s['gteps'] or 0:.4g} GTEPS ({number(s['sources'])} sources in {number(s['source_sets'])} searches)")
+            row(f"BFS{where}", f"{count(levels, 'level')}, reached {number(reached)} of "
+                               f"{count(s['vertices'], 'vertex', 'vertices')}")
+        row("BFS rate", f"{s['gteps'] or 0:.4g} GTEPS ({count(s['sources'], 'source')} in "
+                        f"{count(s['source_sets'], 'search', 'searches')})")
     for key in [k for k in s if k.endswith("_seconds")]:
         stage = key.removesuffix("_seconds")
         row(f"{STAGES.get(stage, stage)} time", f"{s[key]:,.3f} s")
@@ -187,7 +201,7 @@ def direction_summary(steps: list[str]) -> str:
     for step in steps:
         counts[step] = counts.get(step, 0) + 1
     kinds = ", ".join(f"{n:,} {kind}" for kind, n in counts.items())
-    return f"{len(steps):,} levels" + (f": {kinds}" if kinds else "")
+    return count(len(steps), "level") + (f": {kinds}" if kinds else "")
 
 
 # Markdown tables longer than this are grouped into ranges of consecutive levels (road networks
@@ -226,7 +240,7 @@ def msf_rounds_markdown(rounds: int, bands: int, rows: list[tuple], m: int, seco
     """Round, edges still crossing components after it, seconds; ``rows`` as StepLog records
     them ((rounds done, edges left, seconds))."""
     lines = ["# Boruvka rounds", "",
-             f"{rounds:,} rounds in {bands:,} weight bands over {m:,} edges; "
+             f"{count(rounds, 'round')} in {count(bands, 'weight band')} over {count(m, 'edge')}; "
              f"{seconds:.4f} s in all (the sort of each band is counted in its first round).", "",
              "| round | edges still crossing components | seconds |", "|---:|---:|---:|"]
     lines += [f"| {r:,} | {left:,} | {sec:.6f} |" for r, left, sec in rows]

@@ -62,7 +62,7 @@ def test_summary_artifact_is_the_flow_runs_own_readable_table(tmp_path):
     assert values["components"] == f"{summary['components']:,}"
     assert values["forest"] == f"{summary['forest_edges']:,} edges, total weight {summary['forest_weight']:,.0f}"
     assert values["BFS"] == f"{summary['levels'][0]:,} levels, reached 3,353 of 3,353 vertices"
-    assert values["BFS rate"].endswith("GTEPS (1 sources in 1 searches)")
+    assert values["BFS rate"].endswith("GTEPS (1 source in 1 search)")
     assert values["Boruvka"].startswith(f"{summary['rounds']} rounds,") and values["Boruvka"].endswith("edges/s")
     for stage in ("load", "renumber", "CSR build", "BFS", "MSF", "validation", "write", "total"):
         assert values[f"{stage} time"].endswith(" s"), stage
