@@ -67,12 +67,18 @@ def server(tmp_path):
             time.sleep(0.5)
         yield url, env
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+        stop(process)
         log.close()
+
+
+def stop(process) -> None:
+    """End a process started in a session of its own, and everything it started."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def test_deploy_from_prefect_yaml_and_run_on_a_process_worker(server, tmp_path):

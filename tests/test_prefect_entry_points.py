@@ -4,7 +4,6 @@ from Python, and flow calls from Python with integer vertex ids. Each against a 
 runs are triggered through the server and their state and output are read back."""
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -15,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import ROOT, SEED_EDGES
-from tests.test_deployment import api, prefect, server  # noqa: F401  (server is a fixture)
+from tests.test_deployment import api, prefect, server, stop  # noqa: F401  (server is a fixture)
 
 SAMPLE = str(ROOT / "data" / "graph.parquet")
 TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
@@ -52,15 +51,6 @@ def run_deployment(url, name, parameters) -> dict:
     run = api(url, f"/deployments/{dep}/create_flow_run", {"parameters": parameters})
     return wait_for(lambda: (r := api(url, f"/flow_runs/{run['id']}"))["state"]["type"] in TERMINAL and r,
                     f"flow run of {name} finished", seconds=300)
-
-
-def stop(process):
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 SERVE_SCRIPT = textwrap.dedent("""
