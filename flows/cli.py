@@ -20,6 +20,7 @@ from contextlib import contextmanager
 # os-level only, like this module: nothing heavy before the arguments are checked
 from flows import interrupts
 from flows.arguments import UsageError, build_parser, check, parameters
+from flows.progress import StageLines
 from flows.run_log import one_line
 from flows.server import TemporaryServer, api_url_configured_outside_prefect, drain_to_api
 
@@ -114,10 +115,15 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
     if server is not None:
         settings[PREFECT_API_URL] = environment["PREFECT_API_URL"] = server.wait()
     with temporary_settings(updates=settings), inherited_environment(environment), tags(*TAGS, kind, "cli"):
-        with cluster_started_early(runner):  # its workers start while Prefect creates the flow run
-            # (note_run: the run a signal stops is marked Cancelled on the server)
-            state = flow.with_options(task_runner=runner, on_running=[interrupts.note_run])(**params,
-                                                                                         return_state=True)
+        progress = None if args.verbose else StageLines(interrupts.noted_run)  # (--verbose: Prefect's log)
+        try:
+            with cluster_started_early(runner):  # its workers start while Prefect creates the flow run
+                # (note_run: the run a signal stops is marked Cancelled on the server)
+                state = flow.with_options(task_runner=runner, on_running=[interrupts.note_run])(**params,
+                                                                                             return_state=True)
+        finally:
+            if progress is not None:
+                progress.stop()
         if server is not None:  # (an interrupted run raised above: Ctrl-C does not wait for this)
             drain_to_api()
         summary = state.result()  # raises the run's error
