@@ -6,7 +6,8 @@ Arguments and the input path are checked before Prefect, Dask or pyarrow is impo
 ``error:`` line on stderr and exit 1. When no Prefect server is configured, the temporary server
 the run needs is started first (flows/server.py), so that it boots while this process imports
 Prefect and the flow; it is stopped when the command ends. SIGINT and SIGTERM end the command
-with exit 130 (flows/interrupts.py). Where the tasks run: ``--runner``, else $GRAPH_TASK_RUNNER,
+with exit 130, its run Cancelled on the server (flows/interrupts.py). Without --verbose, a run
+longer than a few seconds writes a line per stage to stderr (flows/progress.py). Where the tasks run: ``--runner``, else $GRAPH_TASK_RUNNER,
 else ``auto`` (threads for small graphs, Dask above flows.runners.DASK_MIN_EDGES edges);
 ``--partitions N`` with N > 1 runs on Dask workers, at least N of them on the CPU.
 """
