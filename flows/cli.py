@@ -6,7 +6,8 @@ Arguments and the input path are checked before Prefect, Dask or pyarrow is impo
 ``error:`` line on stderr and exit 1. When no Prefect server is configured, the temporary server
 the run needs is started first (flows/server.py), so that it boots while this process imports
 Prefect and the flow; it is stopped when the command ends. SIGINT and SIGTERM end the command
-with exit 130 (flows/interrupts.py). Where the tasks run: ``--runner``, else $GRAPH_TASK_RUNNER,
+with exit 130, its run Cancelled on the server (flows/interrupts.py). Without --verbose, a run
+longer than a few seconds writes a line per stage to stderr (flows/progress.py). Where the tasks run: ``--runner``, else $GRAPH_TASK_RUNNER,
 else ``auto`` (threads for small graphs, Dask above flows.runners.DASK_MIN_EDGES edges);
 ``--partitions N`` with N > 1 runs on Dask workers, at least N of them on the CPU.
 """
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 # os-level only, like this module: nothing heavy before the arguments are checked
 from flows import interrupts
 from flows.arguments import UsageError, build_parser, check, parameters
+from flows.progress import StageLines
 from flows.run_log import one_line
 from flows.server import TemporaryServer, api_url_configured_outside_prefect, drain_to_api
 
@@ -114,10 +116,15 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
     if server is not None:
         settings[PREFECT_API_URL] = environment["PREFECT_API_URL"] = server.wait()
     with temporary_settings(updates=settings), inherited_environment(environment), tags(*TAGS, kind, "cli"):
-        with cluster_started_early(runner):  # its workers start while Prefect creates the flow run
-            # (note_run: the run a signal stops is marked Cancelled on the server)
-            state = flow.with_options(task_runner=runner, on_running=[interrupts.note_run])(**params,
-                                                                                         return_state=True)
+        progress = None if args.verbose else StageLines(interrupts.noted_run)  # (--verbose: Prefect's log)
+        try:
+            with cluster_started_early(runner):  # its workers start while Prefect creates the flow run
+                # (note_run: the run a signal stops is marked Cancelled on the server)
+                state = flow.with_options(task_runner=runner, on_running=[interrupts.note_run])(**params,
+                                                                                             return_state=True)
+        finally:
+            if progress is not None:
+                progress.stop()
         if server is not None:  # (an interrupted run raised above: Ctrl-C does not wait for this)
             drain_to_api()
         summary = state.result()  # raises the run's error

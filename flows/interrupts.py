@@ -119,6 +119,11 @@ def note_run(flow, flow_run, state) -> None:
     _run.update(id=flow_run.id, api=PREFECT_API_URL.value())
 
 
+def noted_run() -> tuple | None:
+    """(id, API URL) of the command's flow run once it runs (note_run), else None."""
+    return (_run["id"], _run["api"]) if "id" in _run else None
+
+
 def mark_stopped(signum: int | None = None, timeout: float = 5.0) -> str | None:
     """Set the command's flow run Cancelled on the server, naming the signal, unless it had
     completed (or is already cancelled); returns the type of the state the run is left in

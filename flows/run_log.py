@@ -13,6 +13,7 @@ when a flow is imported, flows/worker_start.py on Dask workers).
 from __future__ import annotations
 
 import logging
+import re
 
 # records of these loggers are looked at; their text is Prefect's (prefect/task_engine.py,
 # prefect/flow_engine.py, 3.9)
@@ -31,10 +32,9 @@ def one_line(exc: BaseException) -> str:
     if type(exc).__name__ == "ParameterTypeError":  # "invalid parameters:" + one line per parameter
         return "invalid parameters: " + "; ".join(lines[1:])
     if type(exc).__name__ == "FlowRunTimeoutError":  # Prefect's text: "Scope timed out after N second(s)."
-        from flows.common import FLOW_TIMEOUT_SECONDS
-
-        return (f"the run took longer than its time limit of {FLOW_TIMEOUT_SECONDS:g} s and was stopped "
-                "(GRAPH_FLOW_TIMEOUT_SECONDS sets the limit)")
+        limit = re.search(r"after ([0-9.e+]+) second", text)
+        return (f"the run took longer than its time limit{f' of {float(limit[1]):g} s' if limit else ''} and was "
+                "stopped (GRAPH_FLOW_TIMEOUT_SECONDS sets the limit)")
     return lines[0]
 
 

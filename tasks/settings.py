@@ -21,6 +21,7 @@ WHOLE_NUMBERS = {
 SECONDS = (
     "GRAPH_FLOW_TIMEOUT_SECONDS",  # flows/common.py: a run's time limit
     "GRAPH_COMM_TIMEOUT",  # tasks/partitioned/comm_tcp.py: how long a partitioned run's rank waits for a silent peer
+    "GRAPH_PROGRESS_AFTER_SECONDS",  # flows/progress.py: how long a command's run is quiet before its stage lines
 )
 
 

@@ -13,6 +13,9 @@ os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
 os.environ.setdefault("PREFECT_TASKS_DEFAULT_NO_CACHE", "true")
 # flows run their tasks in threads unless a test asks for Dask workers (tests/test_dask.py)
 os.environ["GRAPH_TASK_RUNNER"] = "threads"
+# a command's stage lines on stderr (flows/progress.py) only where a test asks for them: a loaded
+# machine makes a small run last longer than the default few seconds
+os.environ.setdefault("GRAPH_PROGRESS_AFTER_SECONDS", "3600")
 os.environ.pop("GRAPH_DASK_ADDRESS", None)
 
 import numpy as np  # noqa: E402

@@ -2,10 +2,12 @@
 imported), the runner chosen by the input's size, and the temporary server of a run without
 one configured."""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -196,3 +198,28 @@ def test_without_a_server_the_command_starts_one_for_the_run_and_stops_it(tmp_pa
         assert [(name, state) for _, name, state in runs] == [("mst-graph", "COMPLETED")]
         messages = [m for (m,) in db.execute("SELECT message FROM log WHERE flow_run_id = ?", (runs[0][0],))]
     assert any(m.startswith("mst: ") and "validation passed" in m for m in messages), messages  # the last logs reached it
+
+
+@pytest.mark.parametrize("after, lines", [("0.5", True), ("120", False)], ids=["long-run", "short-run"])
+def test_a_run_longer_than_a_few_seconds_shows_a_line_per_stage(tmp_path, prefect_server, after, lines):
+    """Without --verbose a command showed nothing for the 20-30 s of a laptop run. A run that
+    lasts longer than GRAPH_PROGRESS_AFTER_SECONDS writes a line to stderr as each stage starts
+    and ends, read from the server; a shorter one writes none, and stdout holds the results only."""
+    from data.generators import kronecker
+
+    src, dst, weight = kronecker(np, 17, seed=5)
+    graph = tmp_path / "kron.parquet"
+    pq.write_table(pa.table({"src": src, "dst": dst, "weight": weight}), graph)
+    done = subprocess.run([sys.executable, "-m", "flows.mst", str(graph), "--output", str(tmp_path / "o")], cwd=ROOT,
+                          env={**os.environ, "GRAPH_PROGRESS_AFTER_SECONDS": after}, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert not any(line.startswith("progress") for line in done.stdout.splitlines())
+    progress = [line for line in done.stderr.splitlines() if line.startswith("progress ")]
+    if not lines:
+        assert progress == [] and done.stderr == ""
+        return
+    said = " ".join(progress)
+    for stage in ("load-kron", "msf", "validate-msf", "write"):
+        assert re.search(rf"\b{stage} done in \d+\.\d s", said), progress
+    assert len(progress) <= 2 * 4  # a line for what started and one for what ended, at most, per stage
