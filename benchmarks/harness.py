@@ -7,7 +7,8 @@ the search time, harmonic mean over the roots. seconds = mean time per root, so 
 ratio of harmonic-mean TEPS. MST and CSR report input edges (arcs for CSR) per second. The CPU
 baseline of a BFS (scipy) searches from each root right after ours, so a burst of load from
 other jobs on a shared machine lands on both searches of a root and not on one side of the
-ratio; the GPU baselines run after all roots.
+ratio; the GPU baselines run after all roots. Each record keeps the machine's 1-minute load
+average before and after its case (``load_average``).
 
 On the GPU each record also carries ``gpu_peak_bytes``: the most CuPy's memory pool held while
 the ids were renumbered or while that algorithm ran (before its validation and baselines), with
@@ -233,6 +234,7 @@ def run(args, command):
         ctx = {"xp": xp, "edges": edges, "baselines": [b for b in args.baseline.split(",") if b],
                "memory": memory}
         for algo in algos:
+            load_before = os.getloadavg()[0]
             if algo == "csr":
                 rec, baselines = bench_csr(ctx, args.repeat)
             elif algo == "bfs":
@@ -241,7 +243,8 @@ def run(args, command):
                 rec, baselines = bench_mst(ctx, args.repeat)
             else:
                 raise SystemExit(f"unknown algo {algo!r}")
-            base = {"algo": algo, "graph": spec, "backend": args.backend, "vertices": edges.n, **rec}
+            base = {"algo": algo, "graph": spec, "backend": args.backend, "vertices": edges.n, **rec,
+                    "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
             if xp is not np:
                 base.update(gpu_peak_bytes=memory.last, gpu_peak_bytes_per_edge=round(memory.last / max(edges.m, 1), 2),
                             renumber_peak_bytes_per_edge=round(memory.renumber / max(edges.m, 1), 2))

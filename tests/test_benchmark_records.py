@@ -22,3 +22,4 @@ def test_bfs_and_scipy_records_cover_the_same_roots_and_are_appended(tmp_path):
     assert abs(bfs["seconds"] - statistics.mean(bfs["root_seconds"])) < 1e-5
     assert abs(bfs["speedup"] - bfs["baseline_seconds"] / bfs["seconds"]) < 1e-9 * bfs["speedup"]
     assert bfs["vertices"] > 0 and bfs["edges"] == 16 << 10
+    assert len(bfs["load_average"]) == 2  # the machine's load before and after the case
