@@ -4,7 +4,11 @@ roots come from a fixed seed; timings exclude validation, which is timed on its 
 
 BFS TEPS follow Graph500: input edges (self-loops included) whose endpoints were reached, over
 the search time, harmonic mean over the roots. seconds = mean time per root, so speedup is the
-ratio of harmonic-mean TEPS. MST and CSR report input edges (arcs for CSR) per second.
+ratio of harmonic-mean TEPS. MST and CSR report input edges (arcs for CSR) per second. The CPU
+baseline of a BFS (scipy) searches from each root right after ours, so a burst of load from
+other jobs on a shared machine lands on both searches of a root and not on one side of the
+ratio; the GPU baselines run after all roots. Each record keeps the machine's 1-minute load
+average before and after its case (``load_average``).
 
 On the GPU each record also carries ``gpu_peak_bytes``: the most CuPy's memory pool held while
 the ids were renumbered or while that algorithm ran (before its validation and baselines), with
@@ -111,9 +115,15 @@ def bench_bfs(ctx, repeat, roots_count):
     warm = bfs(graph, [int(roots[0])])  # warm-up of the search and of its verifier
     ctx["memory"].read()
     verify_bfs(edges.src, edges.dst, edges.n, [int(roots[0])], warm.distance, warm.predecessor)
+    cpu_baselines = {name: CPU_BFS_BASELINES[name](graph) for name in ctx["baselines"] if name in CPU_BFS_BASELINES}
+    baseline_times = {name: [] for name in cpu_baselines}
     times, teps, validated, levels, steps, checks = [], [], True, [], None, []
     for r in roots:
         result, t = timed(xp, bfs, graph, [int(r)])
+        for name, search in cpu_baselines.items():
+            start = time.perf_counter()
+            search(int(r))
+            baseline_times[name].append(time.perf_counter() - start)
         traversed = int((result.distance[edges.src] >= 0).sum())
         times.append(t)
         teps.append(traversed / t)
@@ -127,29 +137,24 @@ def bench_bfs(ctx, repeat, roots_count):
            "gteps": len(teps) / sum(1 / x for x in teps) / 1e9, "validated": validated,
            "verify_seconds": statistics.mean(checks),
            "levels_mean": statistics.mean(levels), "us_per_level": 1e6 * sum(times) / sum(levels),
-           "steps_first_root": steps}
-    baselines = {}
-    for name in ctx["baselines"]:
-        runner = BFS_BASELINES.get(name)
-        if runner is None or (name != "scipy" and xp is np):
-            continue
-        baselines[name] = runner(ctx, graph, roots)
+           "root_seconds": [round(t, 6) for t in times], "steps_first_root": steps}
+    baselines = {name: statistics.mean(t) for name, t in baseline_times.items()}
+    if xp is not np:
+        for name in ctx["baselines"]:
+            if name in GPU_BFS_BASELINES:
+                baselines[name] = GPU_BFS_BASELINES[name](ctx, graph, roots)
     return rec, baselines
 
 
-def scipy_bfs_baseline(ctx, graph, roots):
+def scipy_bfs(graph):
+    """scipy's breadth_first_order over the same CSR, as ``search(root)``."""
     import scipy.sparse as sp
     from scipy.sparse import csgraph
 
     n = graph.n
     a = sp.csr_matrix((np.ones(graph.out.nnz, np.int8), be.to_host(graph.out.indices), be.to_host(graph.out.indptr)),
                       shape=(n, n))
-    times = []
-    for r in roots:
-        start = time.perf_counter()
-        csgraph.breadth_first_order(a, int(r), directed=True, return_predecessors=True)
-        times.append(time.perf_counter() - start)
-    return statistics.mean(times)
+    return lambda root: csgraph.breadth_first_order(a, root, directed=True, return_predecessors=True)
 
 
 def spmv_baseline(ctx, graph, roots):
@@ -164,7 +169,8 @@ def seed_baseline(ctx, graph, roots):
     return seed_kernel_bfs(graph, roots)
 
 
-BFS_BASELINES = {"scipy": scipy_bfs_baseline, "spmv": spmv_baseline, "seed": seed_baseline}
+CPU_BFS_BASELINES = {"scipy": scipy_bfs}
+GPU_BFS_BASELINES = {"spmv": spmv_baseline, "seed": seed_baseline}
 
 
 def bench_mst(ctx, repeat):
@@ -228,6 +234,7 @@ def run(args, command):
         ctx = {"xp": xp, "edges": edges, "baselines": [b for b in args.baseline.split(",") if b],
                "memory": memory}
         for algo in algos:
+            load_before = os.getloadavg()[0]
             if algo == "csr":
                 rec, baselines = bench_csr(ctx, args.repeat)
             elif algo == "bfs":
@@ -236,7 +243,8 @@ def run(args, command):
                 rec, baselines = bench_mst(ctx, args.repeat)
             else:
                 raise SystemExit(f"unknown algo {algo!r}")
-            base = {"algo": algo, "graph": spec, "backend": args.backend, "vertices": edges.n, **rec}
+            base = {"algo": algo, "graph": spec, "backend": args.backend, "vertices": edges.n, **rec,
+                    "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
             if xp is not np:
                 base.update(gpu_peak_bytes=memory.last, gpu_peak_bytes_per_edge=round(memory.last / max(edges.m, 1), 2),
                             renumber_peak_bytes_per_edge=round(memory.renumber / max(edges.m, 1), 2))

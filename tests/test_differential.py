@@ -8,7 +8,8 @@ BFS on the host (kernels/bfs.py)
 - direction (ALPHA 15, BETA 18): top-down -> bottom-up when the frontier's out-arcs x 15 exceed
   the arcs still incident to unvisited vertices; back when the frontier x 18 < n. The steps taken
   are checked level by level against that rule run over the reference's levels.
-- bottom-up probes PROBES (4) in-neighbours one at a time, then scans the rest: in-degree 4 / 5.
+- bottom-up probes PROBES (4) in-neighbours one at a time, then reads windows of WINDOW (8),
+  16, 32... arcs: in-degree 4 / 5, 12 / 13, 28 / 29.
 BFS on the GPU (kernels/gpu_bfs.py, kernels/cuda/bfs.cu)
 - the same rule on device statistics; only vertices with out-arcs are queued (sinks, isolated).
 - top-down vertex-parallel while the frontier's largest out-degree <= 32

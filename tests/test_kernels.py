@@ -428,6 +428,68 @@ def test_msf_and_its_verifier_refuse_nan_weights(backend, xp, dtype, nan_share, 
         verify_forest(edges.src, edges.dst, edges.weight, edges.n, xp.arange(0, dtype=np.int64))
 
 
+# ---- the host's tie rule --------------------------------------------------------------------
+
+@pytest.mark.parametrize("claim", ["sorted", "dense"])
+def test_host_top_down_parent_is_the_lowest_numbered_frontier_vertex(claim):
+    """Ten level-1 vertices all reach 100 and 101; their arcs from the source come in
+    descending id order, so discovery order and id order differ. The parent is vertex 10, the
+    lowest-numbered, on the sorted path (a long unreached chain makes the level sparse: fewer
+    than n / DENSE_CLAIM fresh arcs) and on the dense one (an unreached clique keeps the level
+    top-down in a small graph)."""
+    from kernels.bfs import DENSE_CLAIM
+
+    middle = np.arange(19, 9, -1)
+    src = [np.zeros(10, dtype=np.int64), middle, middle]
+    dst = [middle, np.full(10, 100), np.full(10, 101)]
+    if claim == "sorted":
+        src.append(1000 + np.arange(5000))
+        dst.append(1001 + np.arange(5000))
+    else:
+        a, b = np.triu_indices(40, 1)
+        src.append(1000 + a)
+        dst.append(1000 + b)
+    edges, ids = prepared("numpy", np.concatenate(src), np.concatenate(dst))
+    r = bfs(build_graph(edges), [0])
+    assert r.steps[:2] == ["top-down", "top-down"]
+    assert (20 * DENSE_CLAIM > edges.n) == (claim == "dense")
+    parent = ids[r.predecessor[np.searchsorted(ids, [100, 101])]]
+    assert parent.tolist() == [10, 10]
+
+
+@pytest.mark.parametrize("degree", [1, 4, 5, 12, 13, 29, 60, 200])
+def test_host_bottom_up_takes_the_first_frontier_in_neighbour_at_any_position(degree):
+    """Each candidate's in-list holds frontier vertices from one position on (a few, spaced);
+    every position of every list length is tried, across the single probes and the windows
+    that follow them. The parent is the first frontier vertex in CSR order, as a plain loop
+    over the list finds it; a list without one finds none."""
+    from kernels.bfs import bottom_up_parents
+
+    rng = np.random.default_rng(degree)
+    n_frontier, n_other = 50, 500
+    in_frontier = np.zeros(n_frontier + n_other, dtype=bool)
+    in_frontier[:n_frontier] = True
+    lists = []
+    for first in [*range(degree), None]:
+        row = rng.integers(n_frontier, n_frontier + n_other, degree)
+        if first is not None:
+            row[first::3] = rng.integers(0, n_frontier, row[first::3].shape[0])
+        lists.append(row)
+    lists.append(np.empty(0, dtype=np.int64))  # no in-neighbours at all
+    indptr = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in lists], out=indptr[1:])
+    indices = np.concatenate(lists).astype(np.int32)
+    candidates = np.arange(len(lists), dtype=np.int32)
+    found, parents = bottom_up_parents(indptr, indices, candidates, in_frontier)
+    got = dict(zip(found.tolist(), parents.tolist()))
+    expected = {}
+    for v, row in enumerate(lists):
+        hits = [int(u) for u in row if in_frontier[u]]
+        if hits:
+            expected[v] = hits[0]
+    assert len(got) == found.shape[0] and got == expected
+
+
 # ---- the verifiers catch wrong answers ------------------------------------------------------
 
 def test_no_duplicate_vertices_in_any_frontier(backend):
