@@ -19,7 +19,6 @@ if __name__ == "__main__":  # the command line checks its arguments before Prefe
     run_command("bfs")
 
 import time
-from pathlib import Path
 
 from prefect import flow, unmapped
 
@@ -31,6 +30,7 @@ from flows.runners import ChosenAtRunStart
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, validate_bfs, write_results,
 )
+from tasks.parquet.locations import join
 from tasks.parquet.output_paths import check_output_paths
 from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT
 from tasks.partitioned import partitioned_run
@@ -65,7 +65,7 @@ def bfs_flow(input: str, source: list[str] | None = None, source_sets: list[list
     sets, outputs, keys = source_plan(source, source_sets, output)
     count = partition_count("bfs", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             algorithms=("bfs",), directed=directed)
-    check_output_paths(input, [Path(o) / BFS_RESULT_NAME for o in outputs], directories=count > 1)
+    check_output_paths(input, [join(o, BFS_RESULT_NAME) for o in outputs], directories=count > 1)
     if count > 1:
         summary = partitioned_run.submit(input, output, count, source=source, source_sets=source_sets, forest=False,
                                          directed=directed, depth_limit=depth_limit, src_col=src_col, dst_col=dst_col,

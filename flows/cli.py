@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tasks import settings  # os only, like this module: nothing heavy before the checks
+from tasks.parquet import locations  # (likewise)
 from tasks.parquet.results import COMPRESSIONS, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, LAYOUTS  # (likewise)
 
 DESCRIPTIONS = {
@@ -203,7 +204,14 @@ def check(args: argparse.Namespace) -> str:
     """Checks that need no import; returns the runner kind asked for. Sets ``args.partitions``
     from $GRAPH_PARTITIONS when the option was not given."""
     _check_text(args)
-    if not os.path.exists(args.input):
+    for location in (args.input, args.output):
+        try:
+            locations.check_scheme(location)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    if locations.is_store(args.input):
+        pass  # the run reads it, and names what is wrong with it
+    elif not os.path.exists(locations.local_path(args.input)):
         if os.path.islink(args.input):
             raise UsageError(f"{args.input}: dangling symbolic link (to {os.readlink(args.input)})")
         raise UsageError(f"{args.input}: input not found")
@@ -380,7 +388,10 @@ def _remove_temporaries(params: dict, ending: int | None = None) -> None:
     from tasks.parquet.publish import remove_stale_staging
     from tasks.parquet.write import remove_stale_temporaries
 
-    output = Path(output_directory(params["output"], params["input"]))
+    output = output_directory(params["output"], params["input"])
+    if locations.is_store(output):  # nothing of a run is left in a store before it publishes
+        return
+    output = Path(locations.local_path(output))
     if output.is_dir():
         remove_stale_staging(output, ending)
         for directory in (output, *output.glob("source-set-*")):

@@ -19,7 +19,8 @@ from flows.cli import describe
 from tasks import settings, stopping
 from tasks.errors import InputError
 from tasks.graph_tasks import publish_failure, publish_summary
-from tasks.parquet.results import COMPRESSIONS, LAYOUTS
+from tasks.parquet import locations
+from tasks.parquet.results import COMPRESSIONS, LAYOUTS, source_set_folder
 from tasks.partitioned import decide_partitions
 
 # Parameter types: Prefect checks them when a run starts (before any task), so a wrong value
@@ -65,12 +66,21 @@ def run_paths(input: str, output: str | None) -> tuple[str, str]:
     resolve a relative path there, read another file of the same name and write there. The
     paths are joined, not normalized: `link/..` stays the parent of the link's target. An empty
     input stays empty (input not found), not the current folder. The current folder is looked
-    up only for a relative path: absolute paths run from a folder that has been removed."""
+    up only for a relative path: absolute paths run from a folder that has been removed. A
+    store's URI (s3://...) passes untouched, a file:// URI becomes its path, and an unknown
+    scheme is refused (tasks.parquet.locations)."""
     output = output_directory(output, input)
     return (_absolute("input", input) if input else input), _absolute("output", output)
 
 
 def _absolute(what: str, path: str) -> str:
+    try:
+        locations.check_scheme(path)
+    except ValueError as exc:
+        raise InputError(f"{what} {exc}") from None
+    if locations.is_store(path):
+        return path
+    path = locations.local_path(path)
     if os.path.isabs(path):
         return path
     try:
@@ -103,7 +113,7 @@ def source_plan(source: list | None, source_sets: list[list] | None, output: str
     if source:
         return [list(source)], [output], [None]
     sets = [list(s) for s in source_sets]
-    return sets, [str(Path(output) / f"source-set-{k}") for k in range(len(sets))], list(range(len(sets)))
+    return sets, [locations.join(output, source_set_folder(k)) for k in range(len(sets))], list(range(len(sets)))
 
 
 def partition_count(kind: str, input: str, partitions: int | str, **options) -> int:

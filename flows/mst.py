@@ -14,7 +14,6 @@ if __name__ == "__main__":  # the command line checks its arguments before Prefe
     run_command("mst")
 
 import time
-from pathlib import Path
 
 from prefect import flow
 
@@ -26,6 +25,7 @@ from flows.runners import ChosenAtRunStart
 from tasks.graph_tasks import (
     load_edges, spanning_forest, validate_forest, write_results,
 )
+from tasks.parquet.locations import join
 from tasks.parquet.output_paths import check_output_paths
 from tasks.parquet.results import DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
 from tasks.partitioned import partitioned_run
@@ -54,7 +54,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
     input, output = run_paths(input, output)
     count = partition_count("mst", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             weight_col=weight_col, algorithms=("msf",))
-    check_output_paths(input, [Path(output) / FOREST_RESULT_NAME], directories=count > 1)
+    check_output_paths(input, [join(output, FOREST_RESULT_NAME)], directories=count > 1)
     if count > 1:
         summary = partitioned_run.submit(input, output, count, forest=True, src_col=src_col, dst_col=dst_col,
                                          weight_col=weight_col, backend=backend, output_layout=output_layout,

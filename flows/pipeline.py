@@ -14,7 +14,6 @@ if __name__ == "__main__":  # the command line checks its arguments before Prefe
     run_command("pipeline")
 
 import time
-from pathlib import Path
 
 from prefect import flow, unmapped
 
@@ -26,6 +25,7 @@ from flows.runners import ChosenAtRunStart
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, spanning_forest, validate_bfs, validate_forest, write_results,
 )
+from tasks.parquet.locations import join
 from tasks.parquet.output_paths import check_output_paths
 from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
 from tasks.partitioned import partitioned_run
@@ -61,7 +61,7 @@ def pipeline_flow(input: str, source: list[str] | None = None, source_sets: list
     sets, outputs, keys = source_plan(source, source_sets, output)
     count = partition_count("pipeline", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             weight_col=weight_col, algorithms=("bfs", "msf"), directed=directed)
-    check_output_paths(input, [*(Path(o) / BFS_RESULT_NAME for o in outputs), Path(output) / FOREST_RESULT_NAME],
+    check_output_paths(input, [*(join(o, BFS_RESULT_NAME) for o in outputs), join(output, FOREST_RESULT_NAME)],
                        directories=count > 1)
     if count > 1:
         summary = partitioned_run.submit(input, output, count, source=source, source_sets=source_sets, forest=True,

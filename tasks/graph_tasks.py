@@ -14,11 +14,9 @@ validation reports and, on large graphs, progress bars. Keys carry the source se
 from __future__ import annotations
 
 import math
-import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -40,6 +38,7 @@ from kernels.msf import MSFResult, minimum_spanning_forest
 from kernels.verify import kruskal, verify_bfs, verify_forest
 from tasks import artifacts, settings, stopping
 from tasks.parquet.checks import integer_vertex_id
+from tasks.parquet.locations import absolute, join
 from tasks.parquet.publish import publish_results
 from tasks.parquet.read import read_edges
 from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_RESULT_NAME
@@ -520,16 +519,16 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     p: PreparedEdges = prepared.value
     start = time.perf_counter()
     names = vertex_names(p.names, p.ids)
-    tables = {Path(o) / BFS_RESULT_NAME: dense_bfs_table(names, be.to_host(s.value.result.distance),
+    tables = {join(o, BFS_RESULT_NAME): dense_bfs_table(names, be.to_host(s.value.result.distance),
                                                          be.to_host(s.value.result.predecessor))
               for s, o in zip(searches, outputs)}
     if forest is not None:
         rows, e = forest.value.edges, p.edges  # an edge's index is its input row
-        tables[Path(output) / FOREST_RESULT_NAME] = dense_forest_table(
+        tables[join(output, FOREST_RESULT_NAME)] = dense_forest_table(
             names, *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight)))
     written, removed = publish_results(tables, output, compression, check=check_flow_run_going)
     # absolute, as seen by the process that wrote them: the summary names them for the user
-    paths = [os.path.abspath(path) for path in written]
+    paths = [absolute(path) for path in written]
     seconds = time.perf_counter() - start
     for path, table in zip(paths, tables.values()):
         get_run_logger().info("wrote %s (%s rows)", path, f"{table.num_rows:,}")
@@ -566,7 +565,7 @@ def run_summary(p: PreparedEdges, graph: Timed | None, searches: list, forest: T
     the flow's persisted result): sizes, BFS levels per source set and GTEPS (Graph500: input
     edges inside the searched component, per second), the forest's size and weight, Boruvka
     rounds and edges/s, and the seconds of every stage."""
-    summary = {"input": os.path.abspath(p.path), "backend": p.backend, "device": p.device,
+    summary = {"input": absolute(p.path), "backend": p.backend, "device": p.device,
                "vertices": p.edges.n, "edges": p.rows, "self_loops": p.self_loops}
     seconds = {"load": p.read_seconds, "prepare": p.renumber_seconds}
     if searches:
@@ -657,7 +656,7 @@ def publish_failure(kind: str, input: str, error: BaseException) -> None:
     """A failed run's summary: what failed and why, in place of the figures."""
     message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     rows = [{"quantity": "validation", "value": "FAILED" if isinstance(error, ValidationFailed) else "not reached"},
-            {"quantity": "input", "value": os.path.abspath(input)},
+            {"quantity": "input", "value": absolute(input)},
             {"quantity": "error", "value": message}]
     create_table_artifact(key=f"{kind}-summary", table=rows, description=f"{kind} run FAILED: {message}")
 

@@ -36,6 +36,7 @@ from tasks.graph_tasks import (
     direction_summary,
 )
 from tasks.parquet.checks import integer_vertex_id
+from tasks.parquet.locations import absolute
 from tasks.parquet.output_paths import prepare_output_dir
 from tasks.parquet.plan import InputPlan, check_integer_ids, plan_input
 from tasks.parquet.publish import (
@@ -301,7 +302,7 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
     remove_staging(staging)
     device = client.run(be.device_name, backend, workers=[workers[0]])[workers[0]]
     # the keys of a one-partition run's summary (tasks.graph_tasks.run_summary), and the partitions
-    summary = {"input": os.path.abspath(plan.path), "backend": backend, "device": f"{device}, {size} partitions",
+    summary = {"input": absolute(plan.path), "backend": backend, "device": f"{device}, {size} partitions",
                "partitions": size, "layout": layout, **summaries[0]}
     seconds = summary.pop("seconds")
     for stage in seconds:  # a stage lasts as long as its slowest rank
