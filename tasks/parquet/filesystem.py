@@ -32,7 +32,6 @@ import fcntl
 import os
 import re
 import stat
-import threading
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -239,6 +238,13 @@ class LocalFilesystem(Filesystem):
         return mask
 
 
+def _denied(exc: OSError) -> str:
+    text = str(exc)
+    if "ACCESS_DENIED" in text or "INVALID_ACCESS_KEY" in text or "SIGNATURE_DOES_NOT_MATCH" in text:
+        return "; the store refused the credentials: check them (for S3: AWS_ACCESS_KEY_ID, AWS_PROFILE, ~/.aws)"
+    return ""
+
+
 class ObjectStore(Filesystem):
     """A store reached through pyarrow (S3, GCS, Azure, HDFS): folders are key prefixes, a
     write replaces one object whole, and there is no rename, lock or atomic exchange."""
@@ -250,12 +256,12 @@ class ObjectStore(Filesystem):
         try:
             return self.arrow.get_file_info(path.key)
         except OSError as exc:
-            raise error(f"{path}: cannot be read ({reason(exc)})") from None
+            raise error(f"{path}: cannot be read ({reason(exc)}){_denied(exc)}") from None
 
     def entry(self, path: StorePath) -> Entry:
         info = self._info(path)
         if info.type == pafs.FileType.NotFound:
-            if len(path.parts) > 1 and self._info(StorePath(path.uri, path.bucket)).type == pafs.FileType.NotFound:
+            if len(path.parts) > 1 and self._info(StorePath(f"{self.scheme}://{path.bucket}", path.bucket)).type == pafs.FileType.NotFound:
                 raise InputError(f"{path}: input not found (bucket {path.bucket!r} does not exist)")
             raise InputError(f"{path}: input not found")
         kind = {pafs.FileType.Directory: "directory", pafs.FileType.File: "file"}.get(info.type, "not a regular file")
@@ -265,7 +271,7 @@ class ObjectStore(Filesystem):
         try:
             found = self.arrow.get_file_info(pafs.FileSelector(folder.key, allow_not_found=True))
         except OSError as exc:
-            raise InputError(f"{folder}: cannot list folder ({reason(exc)})") from None
+            raise InputError(f"{folder}: cannot list folder ({reason(exc)}){_denied(exc)}") from None
         return [PurePosixPath(info.path).name for info in found]
 
     def is_dir(self, path: StorePath) -> bool:
@@ -284,8 +290,6 @@ class ObjectStore(Filesystem):
 
 
 _LOCAL = LocalFilesystem()
-_STORES: dict[tuple[str, str], ObjectStore] = {}  # (scheme, authority) -> its filesystem, made once
-_STORES_LOCK = threading.Lock()
 
 
 def local() -> LocalFilesystem:
@@ -306,22 +310,13 @@ def resolve(location, error=InputError) -> tuple[Filesystem, Path | StorePath]:
     if found is None or found == "file":
         return _LOCAL, Path(locations.local_path(location))
     uri = str(location).rstrip("/")
-    authority = uri.split("://", 1)[1].split("/", 1)[0]
-    with _STORES_LOCK:
-        store = _STORES.get((found, authority))
-        if store is None:
-            try:
-                arrow, _ = pafs.FileSystem.from_uri(uri)
-            except (OSError, pa.ArrowException) as exc:
-                raise error(f"{location}: cannot reach the store ({_first_line(exc)})") from None
-            store = _STORES[(found, authority)] = ObjectStore(found, arrow)
-    if found in ("s3", "gs", "gcs"):  # the key is the URI's path: bucket/key
-        return store, StorePath(uri, uri.split("://", 1)[1])
+    # made anew each time: credentials and endpoints are the environment's when asked (a served
+    # flow lives for days); a run resolves a few locations, and its reads share the plan's
     try:
-        _, key = pafs.FileSystem.from_uri(uri)  # (abfs://container@account/...: container/...)
+        arrow, key = pafs.FileSystem.from_uri(uri)
     except (OSError, pa.ArrowException) as exc:
         raise error(f"{location}: cannot reach the store ({_first_line(exc)})") from None
-    return store, StorePath(uri, key)
+    return ObjectStore(found, arrow), StorePath(uri, key)
 
 
 def _first_line(exc: Exception) -> str:
