@@ -205,3 +205,23 @@ def test_refused_credentials_are_one_line(guarded_s3, tmp_path, capsys):
     assert last.endswith("the store refused the credentials: check them (for S3: AWS_ACCESS_KEY_ID, AWS_PROFILE, "
                          "~/.aws)")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_partitioned_run_reads_a_bucket_and_refuses_to_write_to_one(s3, tmp_path, capsys):
+    """Its ranks, Dask worker processes, read their shares from the bucket themselves; its
+    results go through a staging folder renamed into place, which a store cannot do."""
+    edge_dataset(tmp_path / "edges", seed=5)
+    upload(s3, tmp_path / "edges", "graphs/part-edges")
+    code, _, err = run(mst_cli.main, [tmp_path / "edges", "--output", tmp_path / "one"], capsys)
+    assert code == 0, err
+    code, _, err = run(mst_cli.main, ["s3://graphs/part-edges", "--output", tmp_path / "two", "--partitions", "2",
+                                      "--backend", "numpy"], capsys)
+    assert code == 0, err
+    assert pq.read_table(tmp_path / "two" / "mst_edges.parquet").equals(pq.read_table(tmp_path / "one" / "mst_edges.parquet"))
+    code, _, err = run(mst_cli.main, ["s3://graphs/part-edges", "--output", "s3://graphs/part-out", "--partitions", "2",
+                                      "--backend", "numpy"], capsys)
+    assert code != 0
+    assert err.strip().splitlines()[-1] == (
+        "error: s3://graphs/part-out/mst_edges.parquet: a partitioned run writes its results to a local or shared "
+        "folder, not to a store (it renames them into place); write them to a folder, or run with one partition")
+    assert s3.get_file_info(pafs.FileSelector("graphs/part-out", allow_not_found=True)) == []
