@@ -4,7 +4,9 @@ A result may not land where a later run would read it back as input (an output f
 the input dataset, unless under a folder the dataset walk skips, such as `_results/`), nor
 replace an input file, nor a folder or file of the user's: a result path may hold a result
 file or a partitioned run's result folder (``is_result_dataset``: nothing in it but part
-files), which any run replaces whole. Refusals are tasks.errors.OutputError naming the path.
+files), which any run replaces whole. Results in a store (``check_store_outputs``): the scheme
+known, the bucket there, the output not below the input's prefix, and one partition only.
+Refusals are tasks.errors.OutputError naming the path.
 """
 from __future__ import annotations
 
