@@ -12,6 +12,7 @@ import sys
 
 from tasks import settings
 from tasks.parameters import BACKENDS, NO_WEIGHTS, RUNNERS, parse_partitions
+from tasks.parquet import locations
 from tasks.parquet.results import COMPRESSIONS, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, LAYOUTS
 
 DESCRIPTIONS = {
@@ -193,7 +194,14 @@ def check(args: argparse.Namespace) -> str:
     """Checks that need no import; returns the runner kind asked for. Sets ``args.partitions``
     from $GRAPH_PARTITIONS when the option was not given."""
     _check_text(args)
-    if not os.path.exists(args.input):
+    for location in (args.input, args.output):
+        try:
+            locations.check_scheme(location)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    if locations.is_store(args.input):
+        pass  # the run reads it, and names what is wrong with it
+    elif not os.path.exists(locations.local_path(args.input)):
         if os.path.islink(args.input):
             raise UsageError(f"{args.input}: dangling symbolic link (to {os.readlink(args.input)})")
         raise UsageError(f"{args.input}: input not found")

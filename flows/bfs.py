@@ -17,7 +17,6 @@ if __name__ == "__main__":  # the command line checks its arguments before Prefe
     run_command("bfs")
 
 import time
-from pathlib import Path
 
 from prefect import flow, unmapped
 
@@ -30,6 +29,7 @@ from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, results_writer, validate_bfs,
 )
 from tasks.parameters import source_plan
+from tasks.parquet.locations import join
 from tasks.parquet.output_paths import check_output_paths
 from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT
 from tasks.partitioned_tasks import partitioned_runner
@@ -65,7 +65,7 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
     outputs = plan.directories(output)
     count = partition_count("bfs", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             algorithms=("bfs",), directed=directed)
-    results = [str(Path(o) / BFS_RESULT_NAME) for o in outputs]
+    results = [join(o, BFS_RESULT_NAME) for o in outputs]
     check_output_paths(input, results, directories=count > 1)
     if count > 1:
         run = partitioned_runner(results, input)

@@ -20,6 +20,7 @@ from tasks import settings, stopping
 from tasks.artifacts import publish_failure, publish_summary
 from tasks.errors import InputError
 from tasks.parameters import BACKENDS
+from tasks.parquet import locations
 from tasks.parquet.results import COMPRESSIONS, LAYOUTS
 from tasks.partitioned_tasks import decide_partitions
 from tasks.report import RunSummary, describe, input_stem
@@ -68,12 +69,21 @@ def run_paths(input: str, output: str | None) -> tuple[str, str]:
     resolve a relative path there, read another file of the same name and write there. The
     paths are joined, not normalized: `link/..` stays the parent of the link's target. An empty
     input stays empty (input not found), not the current folder. The current folder is looked
-    up only for a relative path: absolute paths run from a folder that has been removed."""
+    up only for a relative path: absolute paths run from a folder that has been removed. A
+    store's URI (s3://...) passes untouched, a file:// URI becomes its path, and an unknown
+    scheme is refused (tasks.parquet.locations)."""
     output = output_directory(output, input)
     return (_absolute("input", input) if input else input), _absolute("output", output)
 
 
 def _absolute(what: str, path: str) -> str:
+    try:
+        locations.check_scheme(path)
+    except ValueError as exc:
+        raise InputError(f"{what} {exc}") from None
+    if locations.is_store(path):
+        return path
+    path = locations.local_path(path)
     if os.path.isabs(path):
         return path
     try:

@@ -25,10 +25,14 @@ def remove_temporaries(params: dict, ending: int | None = None) -> None:
     """The run's processes are gone (or, ``ending``, this one is about to go): what they were
     writing is a stale temporary file."""
     from flows.common import output_directory
+    from tasks.parquet import locations
     from tasks.parquet.publish import remove_stale_staging
     from tasks.parquet.write import remove_stale_temporaries
 
-    output = Path(output_directory(params["output"], params["input"]))
+    output = output_directory(params["output"], params["input"])
+    if locations.is_store(output):  # nothing of a run is left in a store before it publishes
+        return
+    output = Path(locations.local_path(output))
     if output.is_dir():
         remove_stale_staging(output, ending)
         for directory in (output, *output.glob("source-set-*")):

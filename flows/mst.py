@@ -12,7 +12,6 @@ if __name__ == "__main__":  # the command line checks its arguments before Prefe
     run_command("mst")
 
 import time
-from pathlib import Path
 
 from prefect import flow
 
@@ -24,6 +23,7 @@ from flows.runners import ChosenAtRunStart
 from tasks.graph_tasks import (
     load_edges, results_writer, spanning_forest, validate_forest,
 )
+from tasks.parquet.locations import join
 from tasks.parquet.output_paths import check_output_paths
 from tasks.parquet.results import DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
 from tasks.partitioned_tasks import partitioned_runner
@@ -52,7 +52,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
     input, output = run_paths(input, output)
     count = partition_count("mst", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             weight_col=weight_col, algorithms=("msf",))
-    results = [str(Path(output) / FOREST_RESULT_NAME)]
+    results = [join(output, FOREST_RESULT_NAME)]
     check_output_paths(input, results, directories=count > 1)
     if count > 1:
         run = partitioned_runner(results, input)

@@ -12,7 +12,6 @@ if __name__ == "__main__":  # the command line checks its arguments before Prefe
     run_command("pipeline")
 
 import time
-from pathlib import Path
 
 from prefect import flow, unmapped
 
@@ -25,6 +24,7 @@ from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, spanning_forest, results_writer, validate_bfs, validate_forest,
 )
 from tasks.parameters import source_plan
+from tasks.parquet.locations import join
 from tasks.parquet.output_paths import check_output_paths
 from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
 from tasks.partitioned_tasks import partitioned_runner
@@ -61,7 +61,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
     outputs = plan.directories(output)
     count = partition_count("pipeline", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
                             weight_col=weight_col, algorithms=("bfs", "msf"), directed=directed)
-    results = [*(str(Path(o) / BFS_RESULT_NAME) for o in outputs), str(Path(output) / FOREST_RESULT_NAME)]
+    results = [*(join(o, BFS_RESULT_NAME) for o in outputs), join(output, FOREST_RESULT_NAME)]
     check_output_paths(input, results, directories=count > 1)
     if count > 1:
         run = partitioned_runner(results, input)

@@ -167,9 +167,11 @@ def edge_count(path: str) -> int | None:
     import pyarrow.parquet as pq
 
     from tasks.parquet.discovery import dataset_files
+    from tasks.parquet.filesystem import resolve
 
     try:
-        return sum(pq.read_metadata(f).num_rows for f in dataset_files(path)[0])
+        fs, _ = resolve(path)
+        return sum(pq.read_metadata(fs.arrow_path(f), filesystem=fs.arrow).num_rows for f in dataset_files(path)[0])
     except Exception:  # any unreadable input: the load task names the problem
         return None
 

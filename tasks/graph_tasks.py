@@ -14,11 +14,9 @@ bars. Keys carry the source set (``bfs-levels-source-set-1``) so that the search
 not overwrite each other."""
 from __future__ import annotations
 
-import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,6 +37,7 @@ from tasks.errors import DeviceMemoryError, HostMemoryError, InputError, OutputE
 from tasks.forest_weight import KRUSKAL_LIMIT, kruskal_check, reported_total
 from tasks.lineage import materializing
 from tasks.parquet.checks import integer_vertex_id
+from tasks.parquet.locations import absolute, join
 from tasks.parquet.publish import publish_results
 from tasks.parquet.read import read_edges
 from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_RESULT_NAME
@@ -404,16 +403,16 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     p: PreparedEdges = prepared.value
     start = time.perf_counter()
     names = vertex_names(p.names, p.ids)
-    tables = {Path(o) / BFS_RESULT_NAME: dense_bfs_table(names, be.to_host(s.value.result.distance),
+    tables = {join(o, BFS_RESULT_NAME): dense_bfs_table(names, be.to_host(s.value.result.distance),
                                                          be.to_host(s.value.result.predecessor))
               for s, o in zip(searches, outputs)}
     if forest is not None:
         rows, e = forest.value.edges, p.edges  # an edge's index is its input row
-        tables[Path(output) / FOREST_RESULT_NAME] = dense_forest_table(
+        tables[join(output, FOREST_RESULT_NAME)] = dense_forest_table(
             names, *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight)))
     written, removed = publish_results(tables, output, compression, check=check_flow_run_going)
     # absolute, as seen by the process that wrote them: the summary names them for the user
-    paths = [os.path.abspath(path) for path in written]
+    paths = [absolute(path) for path in written]
     seconds = time.perf_counter() - start
     for path, table in zip(paths, tables.values()):
         get_run_logger().info("wrote %s (%s rows)", path, f"{table.num_rows:,}")

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from tasks.errors import InputError
+from tasks.parquet.locations import join
 
 BACKENDS = ("auto", "numpy", "cupy")  # auto: cupy when a GPU is usable (kernels.backend.resolve)
 RUNNERS = ("auto", "dask", "threads")  # where tasks run (flows/runners.py)
@@ -50,7 +51,7 @@ class SourcePlan:
 
     def directories(self, output: str) -> list[str]:
         """Each search's output directory under ``output``."""
-        return [str(Path(output) / folder) if folder else output for folder in self.folders]
+        return [join(output, folder) if folder else output for folder in self.folders]
 
     def results(self, name: str) -> list[str]:
         """Each search's result ``name`` relative to the output: name, or source-set-K/name."""

@@ -6,10 +6,11 @@ the partitioned driver builds its summary with this module too.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NotRequired, TypedDict
+
+from tasks.parquet.locations import absolute
 
 
 class RunSummary(TypedDict):
@@ -73,7 +74,7 @@ def run_summary(*, input: str, backend: str, device: str, vertices: int, edges: 
     unknown |= {stage for stage in seconds if stage not in STAGES}
     if unknown:
         raise KeyError(f"not in RunSummary's schema: {', '.join(sorted(unknown))}")
-    summary = RunSummary(input=os.path.abspath(input), backend=backend, device=device, vertices=vertices,
+    summary = RunSummary(input=absolute(input), backend=backend, device=device, vertices=vertices,
                          edges=edges, self_loops=self_loops, validation="passed", outputs=list(outputs))
     summary.update(figures)
     summary.update({f"{stage}_seconds": round(seconds[stage], 4) for stage in STAGES if stage in seconds})
@@ -159,7 +160,7 @@ def summary_rows(summary: RunSummary) -> list[dict]:
 def failure_rows(input: str, message: str, validation_failed: bool) -> list[dict]:
     """A failed run's summary table: what failed and why, in place of the figures."""
     return [{"quantity": "validation", "value": "FAILED" if validation_failed else "not reached"},
-            {"quantity": "input", "value": os.path.abspath(input)},
+            {"quantity": "input", "value": absolute(input)},
             {"quantity": "error", "value": message}]
 
 

@@ -90,13 +90,12 @@ def test_deploy_from_prefect_yaml_and_run_on_a_process_worker(server, tmp_path):
 
     flows = {f["id"]: f["name"] for f in api(url, "/flows/filter", {})}
     deployments = {f"{flows[d['flow_id']]}/{d['name']}": d for d in api(url, "/deployments/filter", {})}
-    assert sorted(deployments) == ["bfs/bfs-nightly", "mst/mst-nightly", "pipeline/pipeline-nightly"]
-    crons = {spec["entrypoint"].split("/")[1].split(".")[0]: spec["schedules"][0]["cron"]
-             for spec in yaml.safe_load(yaml_before)["deployments"]}
+    assert sorted(deployments) == ["bfs/bfs-nightly", "mst/mst-nightly", "mst/mst-nightly-s3", "pipeline/pipeline-nightly"]
+    crons = {spec["name"]: spec["schedules"][0]["cron"] for spec in yaml.safe_load(yaml_before)["deployments"]}
     for name, d in deployments.items():
         flow = name.split("/")[0]
         assert d["work_pool_name"] == POOL
-        assert [s["schedule"]["cron"] for s in d["schedules"]] == [crons[flow]]
+        assert [s["schedule"]["cron"] for s in d["schedules"]] == [crons[d["name"]]]
         assert set(d["tags"]) == {"graph", flow, "nightly"}
         # the UI's run form shows each parameter's description and offers the backends
         properties = d["parameter_openapi_schema"]["properties"]

@@ -2,9 +2,12 @@
 
 One module per idea, each imported by its own name (this package re-exports nothing), each
 importing only modules listed above it:
-- filesystem: the one filesystem interface every file access goes through (pyarrow.fs), and
-  the local disk's capabilities beyond it (locks, atomic exchange, file identity, umask);
+- locations: local paths and store URIs (s3://...) as the user gives them (standard library
+  only, for the command line);
 - results: the results' names and the writer's choices (standard library only);
+- filesystem: the one filesystem interface every file access goes through (pyarrow.fs): the
+  local disk with its capabilities beyond it (locks, atomic exchange, file identity, umask),
+  and object stores, which lack them;
 - concat: one Parquet file from several by copying pages (self-contained);
 - tables: the result tables, one pair of builders for both paths;
 - discovery: which files of an input are its data, and which inputs are refused;

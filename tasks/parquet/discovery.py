@@ -39,7 +39,7 @@ def require_regular_file(entry: Entry) -> None:
 def parquet_problem(fs: Filesystem, path: Path, size: int) -> str | None:
     """None when the file starts and ends with Parquet's magic bytes, else what is wrong."""
     try:
-        with fs.arrow.open_input_file(str(path)) as fh:
+        with fs.arrow.open_input_file(fs.arrow_path(path)) as fh:
             head = fh.read_at(4, 0) if size else b""
             tail = fh.read_at(4, max(0, size - 4)) if size else b""
     except OSError as exc:

@@ -1,21 +1,28 @@
 """The one filesystem interface of the Parquet layer: every file the layer reads, lists or
-writes goes through a ``Filesystem`` that ``resolve`` returns for a location.
+writes goes through the ``Filesystem`` that ``resolve`` returns for a location (a local path,
+a ``file://`` URI, or a store's URI: tasks.parquet.locations).
 
 A ``Filesystem`` wraps a pyarrow ``FileSystem`` (``arrow``: Parquet reads go through
-``pq.ParquetFile(path, filesystem=arrow)`` and ranged reads through ``open_input_file``) and
-says what it can do beyond pyarrow's interface, each as an explicit capability:
+``pq.ParquetFile(arrow_path(p), filesystem=arrow)``, ranged reads through
+``open_input_file``, listings through ``FileSelector``) and says what it can do beyond
+pyarrow's interface, each as an explicit capability:
 - ``entry(path)`` / ``listdir(folder)``: what a path is (a folder, a regular file, or something
-  else such as a FIFO) and the names in a folder, for dataset discovery;
+  else such as a FIFO) and the names in a folder, for dataset discovery (a store's folder is a
+  key prefix);
 - ``identity(path)``: what tells one version of a file from another, checked while the rows
-  planned from its footer are read;
-- ``lock(folder)``: an exclusive lock that runs publishing into one folder take in turn;
-- ``exchange(a, b)``: an atomic swap of two paths;
-- ``umask()``: the permission bits new files get.
-The local disk (``LocalFilesystem``, the only one so far) has all of them; a store that lacks
-one says so (``locks``, ``exchanges`` False) and its callers take the documented fallback.
+  planned from its footer are read (the local disk: inode, size, mtime; a store: size, mtime);
+- ``lock(folder)``: an exclusive lock that runs publishing into one folder take in turn
+  (``locks``; a store has none: the block runs unlocked);
+- ``exchange(a, b)``: an atomic swap of two paths (``exchanges``; a store has none);
+- ``umask()``: the permission bits new local files get.
+``LocalFilesystem`` is the local disk (all of them); ``ObjectStore`` is S3, GCS, Azure or HDFS
+through pyarrow (credentials and endpoints the store's standard way: for S3 the AWS_*
+environment variables, AWS_ENDPOINT_URL included, ~/.aws files, instance roles). A path in a
+store is a ``StorePath``: its text is the URI, so every message names what the user gave.
 
 Errors: discovery's questions raise tasks.errors.InputError naming the path; ``reason(exc)``
-gives an OSError's text as the operating system says it, whichever layer raised it.
+gives an OSError's text as the operating system says it, whichever layer raised it, and a
+store's error as its first line.
 """
 from __future__ import annotations
 
@@ -23,22 +30,27 @@ import ctypes
 import ctypes.util
 import fcntl
 import os
+import re
 import stat
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from tasks.errors import InputError, OutputError
+from tasks.parquet import locations
 
 
 def reason(exc: OSError) -> str:
     """An OSError's text as the operating system words it ("No such file or directory"):
-    pyarrow's own errors carry the errno with a longer message of their own."""
+    pyarrow's own errors carry the errno with a longer message of their own; a store's error
+    (no errno) is its first line, without the request id."""
     if exc.errno:
         return os.strerror(exc.errno)
-    return exc.strerror or str(exc)
+    text = (exc.strerror or str(exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return re.sub(r"\s*\(Request ID: [^)]*\)", "", text)
 
 
 @dataclass(frozen=True)
@@ -47,7 +59,7 @@ class Entry:
     file) or what else it is ("a FIFO (named pipe)", ...); ``size`` in bytes; ``key`` tells
     two paths to one object apart from two objects (a folder or file reached by two links)."""
 
-    path: Path
+    path: Path | StorePath
     kind: str
     size: int
     key: object
@@ -59,7 +71,75 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
-class LocalFilesystem:
+class StorePath:
+    """A path in a store: ``uri`` as the user gives it (s3://bucket/key) and ``key``, the path
+    pyarrow's filesystem takes (bucket/key). Joined with ``/``; ``name``, ``parent``, ``parts``
+    and ``relative_to`` as pathlib's, over the key."""
+
+    __slots__ = ("uri", "key")
+
+    def __init__(self, uri: str, key: str):
+        self.uri, self.key = uri.rstrip("/"), key.rstrip("/")
+
+    def __truediv__(self, name: str) -> StorePath:
+        return StorePath(f"{self.uri}/{name}", f"{self.key}/{name}")
+
+    def __str__(self) -> str:
+        return self.uri
+
+    def __repr__(self) -> str:
+        return f"StorePath({self.uri!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, StorePath) and other.uri == self.uri
+
+    def __hash__(self) -> int:
+        return hash(self.uri)
+
+    def __lt__(self, other: StorePath) -> bool:
+        return self.uri < other.uri
+
+    @property
+    def name(self) -> str:
+        return PurePosixPath(self.key).name
+
+    @property
+    def parent(self) -> StorePath:
+        uri, key = self.uri.rsplit("/", 1)[0], str(PurePosixPath(self.key).parent)
+        return StorePath(uri, key) if "/" in self.key else self
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return PurePosixPath(self.key).parts
+
+    @property
+    def bucket(self) -> str:
+        return self.parts[0]
+
+    def relative_to(self, other: StorePath) -> PurePosixPath:
+        return PurePosixPath(self.key).relative_to(other.key)
+
+
+class Filesystem:
+    """What every filesystem of the layer offers; this base holds a store's answers (no lock,
+    no atomic exchange; identity by size and modification time)."""
+
+    arrow: pafs.FileSystem
+    locks = False
+    exchanges = False
+
+    def arrow_path(self, path) -> str:
+        """``path`` as ``arrow`` takes it."""
+        return path.key if isinstance(path, StorePath) else str(path)
+
+    def lock(self, folder):
+        return nullcontext()
+
+    def exchange(self, a, b) -> bool:
+        return False
+
+
+class LocalFilesystem(Filesystem):
     """The local disk (and mounts): pyarrow's LocalFileSystem for reads, the operating system
     for what pyarrow does not show (links, FIFOs, inodes) and for the publishing capabilities."""
 
@@ -158,6 +238,57 @@ class LocalFilesystem:
         return mask
 
 
+def _denied(exc: OSError) -> str:
+    text = str(exc)
+    if "ACCESS_DENIED" in text or "INVALID_ACCESS_KEY" in text or "SIGNATURE_DOES_NOT_MATCH" in text:
+        return "; the store refused the credentials: check them (for S3: AWS_ACCESS_KEY_ID, AWS_PROFILE, ~/.aws)"
+    return ""
+
+
+class ObjectStore(Filesystem):
+    """A store reached through pyarrow (S3, GCS, Azure, HDFS): folders are key prefixes, a
+    write replaces one object whole, and there is no rename, lock or atomic exchange."""
+
+    def __init__(self, scheme: str, arrow: pafs.FileSystem):
+        self.scheme, self.arrow = scheme, arrow
+
+    def _info(self, path: StorePath, error=InputError) -> pafs.FileInfo:
+        try:
+            return self.arrow.get_file_info(path.key)
+        except OSError as exc:
+            raise error(f"{path}: cannot be read ({reason(exc)}){_denied(exc)}") from None
+
+    def entry(self, path: StorePath) -> Entry:
+        info = self._info(path)
+        if info.type == pafs.FileType.NotFound:
+            if len(path.parts) > 1 and self._info(StorePath(f"{self.scheme}://{path.bucket}", path.bucket)).type == pafs.FileType.NotFound:
+                raise InputError(f"{path}: input not found (bucket {path.bucket!r} does not exist)")
+            raise InputError(f"{path}: input not found")
+        kind = {pafs.FileType.Directory: "directory", pafs.FileType.File: "file"}.get(info.type, "not a regular file")
+        return Entry(path, kind, info.size or 0, path.key)
+
+    def listdir(self, folder: StorePath) -> list[str]:
+        try:
+            found = self.arrow.get_file_info(pafs.FileSelector(folder.key, allow_not_found=True))
+        except OSError as exc:
+            raise InputError(f"{folder}: cannot list folder ({reason(exc)}){_denied(exc)}") from None
+        return [PurePosixPath(info.path).name for info in found]
+
+    def is_dir(self, path: StorePath) -> bool:
+        return self._info(path).type == pafs.FileType.Directory
+
+    def exists(self, path: StorePath) -> bool:
+        return self._info(path).type != pafs.FileType.NotFound
+
+    def identity(self, path: StorePath) -> tuple | None:
+        """size and modification time (None: gone): an object replaced by a PUT of the same
+        size within the store's clock resolution is not told apart."""
+        info = self._info(path)
+        if info.type == pafs.FileType.NotFound:
+            return None
+        return info.size, info.mtime_ns
+
+
 _LOCAL = LocalFilesystem()
 
 
@@ -166,9 +297,27 @@ def local() -> LocalFilesystem:
     return _LOCAL
 
 
-Filesystem = LocalFilesystem  # the interface every filesystem of the layer offers
+def resolve(location, error=InputError) -> tuple[Filesystem, Path | StorePath]:
+    """The filesystem that holds ``location`` (a path, a file:// URI or a store's URI) and the
+    path within it. An unknown scheme, or a store that cannot be reached, raises ``error``
+    (InputError for an input, OutputError for an output) in one line."""
+    if isinstance(location, StorePath):
+        location = location.uri
+    try:
+        found = locations.check_scheme(location)
+    except ValueError as exc:
+        raise error(str(exc)) from None
+    if found is None or found == "file":
+        return _LOCAL, Path(locations.local_path(location))
+    uri = str(location).rstrip("/")
+    # made anew each time: credentials and endpoints are the environment's when asked (a served
+    # flow lives for days); a run resolves a few locations, and its reads share the plan's
+    try:
+        arrow, key = pafs.FileSystem.from_uri(uri)
+    except (OSError, pa.ArrowException) as exc:
+        raise error(f"{location}: cannot reach the store ({_first_line(exc)})") from None
+    return ObjectStore(found, arrow), StorePath(uri, key)
 
 
-def resolve(location: str | os.PathLike) -> tuple[Filesystem, Path]:
-    """The filesystem that holds ``location`` and the path within it."""
-    return _LOCAL, Path(location)
+def _first_line(exc: Exception) -> str:
+    return reason(exc) if isinstance(exc, OSError) else (str(exc).strip().splitlines() or [type(exc).__name__])[0]

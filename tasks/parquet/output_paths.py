@@ -4,7 +4,9 @@ A result may not land where a later run would read it back as input (an output f
 the input dataset, unless under a folder the dataset walk skips, such as `_results/`), nor
 replace an input file, nor a folder or file of the user's: a result path may hold a result
 file or a partitioned run's result folder (``is_result_dataset``: nothing in it but part
-files), which any run replaces whole. Refusals are tasks.errors.OutputError naming the path.
+files), which any run replaces whole. Results in a store (``check_store_outputs``): the scheme
+known, the bucket there, the output not below the input's prefix, and one partition only.
+Refusals are tasks.errors.OutputError naming the path.
 """
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ import shutil
 from pathlib import Path
 
 from tasks.errors import OutputError
+from tasks.parquet import locations
 from tasks.parquet.discovery import SKIP_PREFIXES, dataset_walk
+from tasks.parquet.filesystem import StorePath, reason, resolve
 from tasks.parquet.results import RESULT_PART
 
 
@@ -55,7 +59,10 @@ def check_output_paths(input: str, targets: list[str | os.PathLike], directories
     than a partitioned run's result (which any run replaces whole) or, where ``directories`` (a
     partitioned run, which replaces a result path whole), an empty folder; an output folder
     path taken by a file; a result path that is an input file (or holds one), which writing the
-    result would replace."""
+    result would replace. Results in a store: see check_store_outputs."""
+    if any(locations.is_uri(t) for t in map(str, targets)):
+        check_store_outputs(input, [str(t) for t in targets], directories)
+        return
     if os.path.isdir(input):
         walked, files = dataset_walk(Path(input))
     else:
@@ -87,6 +94,34 @@ def check_output_paths(input: str, targets: list[str | os.PathLike], directories
             existing = existing.parent
         if not existing.is_dir():
             raise OutputError(f"{existing}: output path exists and is not a directory")
+
+
+def check_store_outputs(input: str, targets: list[str], directories: bool) -> None:
+    """Results in a store: the scheme known and the store reachable, the bucket there, and the
+    output not inside the input dataset (a key prefix below the input's, not under a folder the
+    dataset walk skips). A partitioned run writes through a staging folder that it renames into
+    place, which a store cannot do: it is refused."""
+    for target in targets:
+        fs, path = resolve(target, OutputError)
+        if not isinstance(path, StorePath):
+            continue
+        if directories:
+            raise OutputError(f"{target}: a partitioned run writes its results to a local or shared folder, not "
+                              "to a store (it renames them into place); write them to a folder, or run with one "
+                              "partition")
+        try:
+            bucket = fs.arrow.get_file_info(path.bucket)
+        except OSError as exc:
+            raise OutputError(f"{target}: cannot reach the store ({reason(exc)})") from None
+        if bucket.type.name == "NotFound":
+            raise OutputError(f"{target}: bucket {path.bucket!r} does not exist")
+        if locations.is_store(input):
+            inside = path.parent.uri + "/"
+            prefix = input.rstrip("/") + "/"
+            below = inside[len(prefix):].split("/") if inside.startswith(prefix) else None
+            if below is not None and not any(part.startswith(SKIP_PREFIXES) for part in below if part):
+                raise OutputError(f"{path.parent}: output folder is inside the input dataset {input}, so a later run "
+                                  "would read the results as input; write them elsewhere")
 
 
 def prepare_output_dir(output: str | os.PathLike) -> Path:

@@ -156,7 +156,7 @@ def open_checked(fs: Filesystem, file: Path, columns: list[str], ids: tuple[str,
     """Open one part and check its schema."""
     try:
         # page checksums (CRC32) are verified where the writer stored them (Spark does by default)
-        parquet = pq.ParquetFile(str(file), filesystem=fs.arrow, page_checksum_verification=True)
+        parquet = pq.ParquetFile(fs.arrow_path(file), filesystem=fs.arrow, page_checksum_verification=True)
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{file}: not a readable Parquet file ({exc})") from None
     try:

@@ -14,6 +14,12 @@ run publishes there.
   exchanges the two atomically (renameat2's RENAME_EXCHANGE) where the system offers it, so a
   reader sees the old result or the new one, whether each is a file or a folder; a move that
   fails puts the results already moved back.
+- In a store (S3, GCS, Azure, HDFS: no rename, no lock), a one-partition run's results are
+  encoded on the local disk first, then each is uploaded whole (a PUT replaces an object
+  whole: a reader sees the old object or the new one), and ``_SUCCESS`` is removed before the
+  first upload and written after the last, naming the results (``publish_to_store``). So a
+  reader that finds ``_SUCCESS`` before and after reading has read one run's complete results;
+  two runs publishing into one prefix at once are not kept apart.
 - What a killed run left (temporary files, staging folders of dead drivers of this host) is
   removed by the next run that publishes there (``remove_stale_staging``, and
   tasks.parquet.write.remove_stale_temporaries).
@@ -23,21 +29,26 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from tasks import stopping
 from tasks.errors import OutputError
-from tasks.parquet.filesystem import local
+from tasks.parquet import locations
+from tasks.parquet.filesystem import Filesystem, StorePath, local, reason, resolve
 from tasks.parquet.output_paths import is_result_dataset, prepare_output_dir, remove_path
 from tasks.parquet.results import (
-    BFS_RESULT_NAME, DEFAULT_COMPRESSION, RESULT_KEY, SOURCE_SET_FOLDER, result_name,
+    BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, RESULT_KEY, SOURCE_SET_FOLDER, result_name,
 )
-from tasks.parquet.write import left_by_dead_process, process_marker, remove_stale_temporaries, write_many
+from tasks.parquet.write import left_by_dead_process, process_marker, remove_stale_temporaries, write_many, write_temporary
 
 STAGING_SUFFIX = ".partial"
+SUCCESS_MARKER = "_SUCCESS"  # in a store: written last, naming the results (publish_to_store)
 
 
 def publishing(output: str | os.PathLike):
@@ -53,7 +64,10 @@ def publish_results(tables: dict[str | os.PathLike, pa.Table], output: str | os.
     that they do not replace are removed (remove_earlier_bfs_results), all while no other run
     publishes into ``output``; ``check()``, called just before the first file is renamed into
     place, may still refuse (raise). Returns the files written and those removed. A partitioned run
-    killed before it could clean up left its staging folder here: it goes too."""
+    killed before it could clean up left its staging folder here: it goes too. An ``output`` in
+    a store is published by publish_to_store."""
+    if locations.is_store(output):
+        return publish_to_store(tables, output, compression, check)
     removed: list[Path] = []
     if os.path.isdir(output):
         remove_stale_staging(Path(output))
@@ -100,13 +114,70 @@ def remove_earlier_bfs_results(output: str | os.PathLike, written: list[str | os
     return removed
 
 
-def result_in_footer(path: Path) -> str | None:
+def result_in_footer(path: Path | StorePath, fs: Filesystem | None = None) -> str | None:
     """The result a Parquet file names in its footer (RESULT_KEY); None for any other file."""
+    fs = fs or local()
     try:
-        metadata = pq.read_metadata(path).metadata or {}
+        metadata = pq.read_metadata(fs.arrow_path(path), filesystem=fs.arrow).metadata or {}
     except (pa.ArrowException, OSError):
         return None
     return metadata[RESULT_KEY].decode(errors="replace") if RESULT_KEY in metadata else None
+
+
+def publish_to_store(tables: dict[str, pa.Table], output: str, compression: str = DEFAULT_COMPRESSION,
+                     check=None) -> tuple[list[StorePath], list[StorePath]]:
+    """A one-partition run's results (target URI -> table, each under the store's ``output``
+    prefix): encoded on the local disk at once, then, ``check()`` passed, ``_SUCCESS`` removed,
+    each uploaded whole, the BFS results of an earlier run that they do not replace removed,
+    and ``_SUCCESS`` written naming them. Returns the objects written and those removed."""
+    if compression not in COMPRESSIONS:
+        raise OutputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
+    fs, root = resolve(output, OutputError)
+    targets = [resolve(t, OutputError)[1] for t in tables]
+    cores = len(os.sched_getaffinity(0))
+    with tempfile.TemporaryDirectory(prefix=".graph-results-") as scratch:
+        encoded = []
+        for i, (target, table) in enumerate(zip(targets, tables.values())):
+            here = Path(scratch) / str(i) / target.name  # named as the result: its footer says which
+            here.parent.mkdir()
+            try:
+                encoded.append(write_temporary(table, here, compression, threads=max(1, cores // len(targets))))
+            except OSError as exc:
+                raise OutputError(f"{target}: cannot write results ({exc.strerror or exc})") from None
+        stopping.check(f"publishing {', '.join(map(str, targets))}")
+        if check is not None:
+            check()
+        marker = root / SUCCESS_MARKER
+        target = marker
+        try:
+            fs.arrow.delete_file(marker.key) if fs.exists(marker) else None
+            for target, source in zip(targets, encoded):
+                pafs.copy_files(str(source), target.key, source_filesystem=local().arrow,
+                                destination_filesystem=fs.arrow)
+            removed = _remove_earlier_bfs_objects(fs, root, targets) if any(
+                t.name == BFS_RESULT_NAME for t in targets) else []
+            target = marker
+            with fs.arrow.open_output_stream(marker.key) as out:
+                out.write("".join(f"{t.relative_to(root)}\n" for t in targets).encode())
+        except OSError as exc:
+            raise OutputError(f"{target}: cannot write results ({reason(exc)})") from None
+    return targets, removed
+
+
+def _remove_earlier_bfs_objects(fs: Filesystem, root: StorePath, written: list[StorePath]) -> list[StorePath]:
+    """remove_earlier_bfs_results in a store: OUTPUT/bfs_distances.parquet and
+    OUTPUT/source-set-K/bfs_distances.parquet that this run did not write, known by their footers."""
+    names = fs.listdir(root)
+    found = [root / BFS_RESULT_NAME] if BFS_RESULT_NAME in names else []
+    found += [root / n / BFS_RESULT_NAME for n in sorted(names) if SOURCE_SET_FOLDER.fullmatch(n)]
+    removed = []
+    for path in found:
+        if path in written or not fs.exists(path):
+            continue
+        if result_in_footer(path, fs) == BFS_RESULT_NAME:
+            fs.arrow.delete_file(path.key)
+            removed.append(path)
+    return removed
 
 
 def staging_name(token: str) -> str:

@@ -141,7 +141,7 @@ def read_row_group(plan: InputPlan, unit: ReadUnit, use_threads: bool) -> pa.Tab
         # page checksums (CRC32) are verified where the writer stored them (Spark does by default)
         # read, not memory-mapped: mapped pages of the whole file would stay in this process's
         # resident memory while the decoded row groups are already on the GPU
-        parquet = pq.ParquetFile(str(unit.file), filesystem=fs.arrow, metadata=unit.metadata, memory_map=False,
+        parquet = pq.ParquetFile(fs.arrow_path(unit.file), filesystem=fs.arrow, metadata=unit.metadata, memory_map=False,
                                  pre_buffer=True, page_checksum_verification=True)
     except (pa.ArrowException, OSError) as exc:
         check_unchanged(fs, unit.file, unit.identity)

@@ -1,0 +1,66 @@
+"""Locations: a local path, or a URI of a store (``s3://bucket/key``), as the user gives them.
+
+A location with a scheme (``name://``) is a URI and is never taken for a local folder: it is
+not joined to the current folder, and ``join`` adds names with ``/`` (a local path joined by
+pathlib would turn ``s3://b`` into ``s3:/b``). ``file://`` URIs are local paths. Schemes known
+(``SCHEMES``): file, s3, gs / gcs, abfs / abfss / az, hdfs / viewfs; any other is refused by
+``check_scheme`` with one line.
+
+Imports nothing but the standard library: the command line checks locations before anything
+heavy is imported. The filesystems behind the schemes are tasks.parquet.filesystem's.
+"""
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import unquote, urlparse
+
+STORE_SCHEMES = ("s3", "gs", "gcs", "abfs", "abfss", "az", "hdfs", "viewfs")
+SCHEMES = ("file", *STORE_SCHEMES)
+_URI = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def scheme(location: str | os.PathLike) -> str | None:
+    """The URI scheme of ``location`` (lower case), None for a plain path."""
+    if location is None or isinstance(location, os.PathLike):
+        return None
+    found = _URI.match(str(location))
+    return found.group(1).lower() if found else None
+
+
+def is_uri(location: str | os.PathLike) -> bool:
+    return scheme(location) is not None
+
+
+def is_store(location: str | os.PathLike) -> bool:
+    """A location in an object store or HDFS (not the local disk)."""
+    return scheme(location) in STORE_SCHEMES
+
+
+def check_scheme(location: str | os.PathLike) -> str | None:
+    """The scheme, checked to be one this software reads and writes; raises ValueError (one
+    line) for any other."""
+    found = scheme(location)
+    if found is not None and found not in SCHEMES:
+        raise ValueError(f"{location}: unknown storage scheme {found}:// (known: {', '.join(s + '://' for s in SCHEMES)}, "
+                         "or a local path)")
+    return found
+
+
+def local_path(location: str | os.PathLike) -> str | os.PathLike:
+    """A ``file://`` URI as the local path it names; any other location as it is."""
+    if scheme(location) == "file":
+        return unquote(urlparse(location).path)
+    return location
+
+
+def join(location: str | os.PathLike, *names: str) -> str:
+    """``location`` with ``names`` below it: ``/`` for a URI, os.path.join for a path."""
+    if is_uri(location):
+        return "/".join([str(location).rstrip("/"), *names])
+    return os.path.join(location, *names)
+
+
+def absolute(location: str | os.PathLike) -> str:
+    """A URI as it is; a path made absolute (os.path.abspath)."""
+    return str(location) if is_uri(location) else os.path.abspath(location)

@@ -1,0 +1,227 @@
+"""Inputs and outputs in object storage, against a real S3 server on a loopback port (moto's
+server, the S3 HTTP API; pyarrow reaches it through AWS_ENDPOINT_URL as it would MinIO or R2):
+a dataset read from a bucket and results written to one give the local run's answers; a URI is
+never taken for a local folder; a missing bucket, a missing key, an unknown scheme and refused
+credentials each fail with one line."""
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+
+from flows import mst as mst_cli
+from flows import pipeline as pipeline_cli
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+STORE_ENV = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION")
+
+
+def run(main, argv, capsys):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def use_endpoint(endpoint: str, key: str = "testing", secret: str = "testing") -> dict:
+    """Point pyarrow's S3 at ``endpoint``; returns the environment it replaced."""
+    before = {k: os.environ.get(k) for k in STORE_ENV}
+    os.environ.update(AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret,
+                      AWS_REGION="us-east-1")
+    return before
+
+
+def restore(before: dict) -> None:
+    for k, v in before.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """A bucket ``graphs`` on a real S3 server; yields pyarrow's filesystem for it."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    before = use_endpoint(f"http://{host}:{port}")
+    try:
+        fs, _ = pafs.FileSystem.from_uri("s3://graphs")
+        pafs.S3FileSystem(allow_bucket_creation=True, endpoint_override=f"http://{host}:{port}").create_dir("graphs")
+        yield fs
+    finally:
+        restore(before)
+        server.stop()
+
+
+def edge_dataset(folder, seed=0, n=60, m=240) -> None:
+    """Two parts of a weighted edge list (integer ids, distinct weights) and a README."""
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    weight = rng.permutation(m).astype(np.float64) + 0.5
+    os.makedirs(folder, exist_ok=True)
+    half = m // 2
+    for k, rows in enumerate((slice(0, half), slice(half, m))):
+        pq.write_table(pa.table({"src": src[rows], "dst": dst[rows], "weight": weight[rows]}),
+                       os.path.join(folder, f"part-{k}.parquet"), row_group_size=50)
+    with open(os.path.join(folder, "README.md"), "w") as fh:
+        fh.write("edges\n")
+
+
+def upload(fs, folder, prefix) -> None:
+    pafs.copy_files(str(folder), prefix, destination_filesystem=fs)
+
+
+def test_a_dataset_in_a_bucket_gives_the_local_answers_and_its_results_land_in_the_bucket(s3, tmp_path, capsys,
+                                                                                          monkeypatch):
+    edge_dataset(tmp_path / "edges")
+    upload(s3, tmp_path / "edges", "graphs/edges")
+    code, _, err = run(pipeline_cli.main, [tmp_path / "edges", "--source", "0", "--output", tmp_path / "local"], capsys)
+    assert code == 0, err
+    monkeypatch.chdir(tmp_path)  # a URI taken for a folder would appear here as s3:/
+    code, out, err = run(pipeline_cli.main, ["s3://graphs/edges", "--source", "0", "--output", "s3://graphs/results"],
+                         capsys)
+    assert code == 0, err
+    assert "s3://graphs/results/mst_edges.parquet" in out + err
+    assert not (tmp_path / "s3:").exists()
+    listed = sorted(i.path for i in s3.get_file_info(pafs.FileSelector("graphs/results", recursive=True)))
+    assert listed == ["graphs/results/_SUCCESS", "graphs/results/bfs_distances.parquet",
+                      "graphs/results/mst_edges.parquet"]
+    with s3.open_input_stream("graphs/results/_SUCCESS") as fh:
+        assert fh.read().decode().split() == ["bfs_distances.parquet", "mst_edges.parquet"]
+    for name in ("bfs_distances.parquet", "mst_edges.parquet"):
+        local = pq.read_table(tmp_path / "local" / name)
+        remote = pq.read_table(f"graphs/results/{name}", filesystem=s3)
+        assert remote.equals(local), name
+        # the object as another reader sees it: DuckDB reads a copy of its bytes
+        copy = tmp_path / f"copy-{name}"
+        pafs.copy_files(f"graphs/results/{name}", str(copy), source_filesystem=s3)
+        assert duckdb.sql(f"SELECT count(*) FROM '{copy}'").fetchall() == [(local.num_rows,)]
+
+
+def test_a_flow_run_from_python_reads_and_writes_a_bucket(s3, tmp_path):
+    """The flow itself (a real Prefect run), as a deployment calls it."""
+    edge_dataset(tmp_path / "edges", seed=1)
+    upload(s3, tmp_path / "edges", "graphs/flow-edges")
+    local = mst_cli.mst_flow(input=str(tmp_path / "edges"), output=str(tmp_path / "out"))
+    summary = mst_cli.mst_flow(input="s3://graphs/flow-edges", output="s3://graphs/flow-out")
+    assert summary["input"] == "s3://graphs/flow-edges"
+    assert summary["outputs"] == ["s3://graphs/flow-out/mst_edges.parquet"]
+    assert summary["forest_weight"] == local["forest_weight"]
+    assert pq.read_table("graphs/flow-out/mst_edges.parquet", filesystem=s3).equals(
+        pq.read_table(tmp_path / "out" / "mst_edges.parquet"))
+
+
+def test_a_rerun_with_one_search_removes_the_earlier_runs_source_sets_from_the_bucket(s3, tmp_path, capsys):
+    from flows import bfs as bfs_cli
+
+    edge_dataset(tmp_path / "edges", seed=2)
+    upload(s3, tmp_path / "edges", "graphs/sets-edges")
+    code, _, err = run(bfs_cli.main, ["s3://graphs/sets-edges", "--source-set", "0", "--source-set", "1",
+                                      "--output", "s3://graphs/sets-out"], capsys)
+    assert code == 0, err
+    code, _, err = run(bfs_cli.main, ["s3://graphs/sets-edges", "--source", "0", "--output", "s3://graphs/sets-out"],
+                       capsys)
+    assert code == 0, err
+    listed = sorted(i.path for i in s3.get_file_info(pafs.FileSelector("graphs/sets-out", recursive=True))
+                    if i.type == pafs.FileType.File)
+    assert listed == ["graphs/sets-out/_SUCCESS", "graphs/sets-out/bfs_distances.parquet"]
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["s3://no-such-bucket/edges.parquet"], "error: s3://no-such-bucket/edges.parquet: input not found (bucket "
+                                            "'no-such-bucket' does not exist)"),
+    (["s3://graphs/no-such-key.parquet"], "error: s3://graphs/no-such-key.parquet: input not found"),
+    (["INPUT", "--output", "s3://no-such-bucket/out"], "error: s3://no-such-bucket/out/mst_edges.parquet: bucket "
+                                                       "'no-such-bucket' does not exist"),
+    (["ftp://host/edges.parquet"], "error: ftp://host/edges.parquet: unknown storage scheme ftp:// (known: file://, "
+                                   "s3://, gs://, gcs://, abfs://, abfss://, az://, hdfs://, viewfs://, or a local "
+                                   "path)"),
+    (["INPUT", "--output", "ftp://host/out"], "error: ftp://host/out: unknown storage scheme ftp:// (known: file://, "
+                                              "s3://, gs://, gcs://, abfs://, abfss://, az://, hdfs://, viewfs://, or a "
+                                              "local path)"),
+], ids=["missing-bucket", "missing-key", "output-bucket-missing", "unknown-scheme", "unknown-output-scheme"])
+def test_what_is_missing_in_a_store_is_one_line(s3, tmp_path, capsys, monkeypatch, argv, line):
+    edge_dataset(tmp_path / "edges", seed=3)
+    monkeypatch.chdir(tmp_path)
+    argv = [str(tmp_path / "edges") if a == "INPUT" else a for a in argv]
+    code, out, err = run(mst_cli.main, argv, capsys)
+    assert code != 0
+    assert err.strip().splitlines()[-1] == line
+    assert not (tmp_path / "ftp:").exists() and not (tmp_path / "s3:").exists()
+
+
+def test_a_file_uri_is_the_local_path_it_names(tmp_path, capsys):
+    edge_dataset(tmp_path / "edges", seed=4)
+    code, _, err = run(mst_cli.main, [f"file://{tmp_path / 'edges'}", "--output", f"file://{tmp_path / 'out'}"], capsys)
+    assert code == 0, err
+    assert pq.read_table(tmp_path / "out" / "mst_edges.parquet").num_rows > 0
+
+
+@pytest.fixture
+def guarded_s3():
+    """An S3 server that checks credentials (moto_server with authentication on from the first
+    request), in a process of its own; yields its endpoint."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              env={**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "moto_server did not start"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_refused_credentials_are_one_line(guarded_s3, tmp_path, capsys):
+    before = use_endpoint(guarded_s3, key="AKIANOBODYKNOWS", secret="wrong")
+    try:
+        code, _, err = run(mst_cli.main, ["s3://graphs/edges.parquet", "--output", tmp_path / "out"], capsys)
+    finally:
+        restore(before)
+    assert code != 0
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: s3://graphs/edges.parquet: cannot be read (")
+    assert last.endswith("the store refused the credentials: check them (for S3: AWS_ACCESS_KEY_ID, AWS_PROFILE, "
+                         "~/.aws)")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_partitioned_run_reads_a_bucket_and_refuses_to_write_to_one(s3, tmp_path, capsys):
+    """Its ranks, Dask worker processes, read their shares from the bucket themselves; its
+    results go through a staging folder renamed into place, which a store cannot do."""
+    edge_dataset(tmp_path / "edges", seed=5)
+    upload(s3, tmp_path / "edges", "graphs/part-edges")
+    code, _, err = run(mst_cli.main, [tmp_path / "edges", "--output", tmp_path / "one"], capsys)
+    assert code == 0, err
+    code, _, err = run(mst_cli.main, ["s3://graphs/part-edges", "--output", tmp_path / "two", "--partitions", "2",
+                                      "--backend", "numpy"], capsys)
+    assert code == 0, err
+    assert pq.read_table(tmp_path / "two" / "mst_edges.parquet").equals(pq.read_table(tmp_path / "one" / "mst_edges.parquet"))
+    code, _, err = run(mst_cli.main, ["s3://graphs/part-edges", "--output", "s3://graphs/part-out", "--partitions", "2",
+                                      "--backend", "numpy"], capsys)
+    assert code != 0
+    assert err.strip().splitlines()[-1] == (
+        "error: s3://graphs/part-out/mst_edges.parquet: a partitioned run writes its results to a local or shared "
+        "folder, not to a store (it renames them into place); write them to a folder, or run with one partition")
+    assert s3.get_file_info(pafs.FileSelector("graphs/part-out", allow_not_found=True)) == []
