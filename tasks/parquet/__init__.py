@@ -1,0 +1,1 @@
+"""The Parquet layer: the read plan, page access, decompression and reader backends."""
