@@ -6,6 +6,7 @@ other than its declared size, and a codec it cannot decompress, naming the page 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import duckdb
 import numpy as np
@@ -25,13 +26,15 @@ from tasks.parquet.pages import (DATA_PAGE, PageTable, decode_chunks, parse_page
 from tests.conftest import host
 
 LOCAL = pafs.LocalFileSystem()
+FILE_NUMBERS = itertools.count()
 CODECS = ["none", "snappy", "zstd", "lz4", "gzip", "brotli"]
 INT_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 FLOAT_TYPES = ["float32", "float64"]
 
 
-def assert_reads_as_pyarrow(path, xp=np):
-    expected = pq.read_table(path)
+def assert_reads_as_pyarrow(path, xp=np, expected=None):
+    """Our values and nulls equal ``expected`` (a table), by default pq.read_table's."""
+    expected = pq.read_table(path) if expected is None else expected
     got = read_columns(LOCAL, str(path), expected.column_names, xp=xp)
     for name in expected.column_names:
         column = expected[name]
@@ -164,14 +167,19 @@ DUCKDB_TYPES = {"TINYINT": "int8", "SMALLINT": "int16", "INTEGER": "int32", "BIG
 def test_duckdb_files_read_as_pyarrow_reads_them(tmp_path, sql_type, codec, version, n,
                                                  distinct, null_fraction, row_group, seed):
     table = table_of(DUCKDB_TYPES[sql_type], n, null_fraction, True, distinct, seed)
-    path = tmp_path / "d.parquet"
+    path = tmp_path / f"d{next(FILE_NUMBERS)}.parquet"  # one file per example: no overwrite
     con = duckdb.connect()
     con.register("t", table)
     con.execute(f"COPY (SELECT CAST(x AS {sql_type}) AS x, k FROM t ORDER BY k) TO '{path}' "
                 f"(FORMAT parquet, COMPRESSION {codec}, ROW_GROUP_SIZE {row_group}, "
                 f"PARQUET_VERSION {version})")
+    # DuckDB reads its own file back as the reference: pyarrow 26 fails on some of its V2
+    # files (a one-row DELTA_BINARY_PACKED UINTEGER page: "InitHeader EOF")
+    expected = con.sql(f"SELECT x, k FROM '{path}'").arrow()
     con.close()
-    assert_reads_as_pyarrow(path)
+    if not isinstance(expected, pa.Table):  # DuckDB versions differ: a reader or a table
+        expected = expected.read_all()
+    assert_reads_as_pyarrow(path, expected=expected)
 
 
 def test_duckdb_v2_writes_delta_and_byte_stream_split(tmp_path):
@@ -265,7 +273,7 @@ def hadoop_framed(body: bytes, pieces: int) -> bytes:
     codec = pa.Codec("lz4_raw")
     cuts = np.linspace(0, len(body), pieces + 1).astype(int)
     out = b""
-    for a, b in zip(cuts[:-1], cuts[1:]):
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
         block = codec.compress(body[a:b], asbytes=True)
         out += (b - a).to_bytes(4, "big") + len(block).to_bytes(4, "big") + block
     return out
