@@ -205,7 +205,6 @@ def _skip(buf, pos, ftype):
                 pos = _skip(buf, pos, kv & 0x0F)
         return pos
     if ftype == _T_STRUCT:
-        fid = 0
         while True:
             head = buf[pos]
             pos += 1
