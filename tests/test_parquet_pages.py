@@ -141,6 +141,13 @@ def test_every_encoding_codec_and_page_version(tmp_path, xp, encoding, codec, ve
         assert_reads_as_pyarrow(path, xp)
 
 
+def test_file_without_rows(tmp_path):
+    path = tmp_path / "empty.parquet"
+    write_pyarrow(path, table_of("int32", 0, 0.0, True, 1, 0), "dictionary", "snappy", "1.0",
+                  1 << 20, 1024, 1 << 20)
+    assert_reads_as_pyarrow(path)
+
+
 def test_dictionary_fallback_mixes_dictionary_and_plain_pages_in_one_chunk(tmp_path):
     table = table_of("int64", 20000, 0.05, True, 20000, seed=3)
     path = tmp_path / "fallback.parquet"

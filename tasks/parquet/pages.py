@@ -65,10 +65,12 @@ def plan_column_chunks(metadata, columns, path: str = "") -> list[ColumnChunk]:
         for name in columns:
             index = names.index(name)
             chunk = group.column(index)
-            start = chunk.data_page_offset
-            # A dictionary page precedes the data pages; some writers store offset 0 for "none".
-            if chunk.has_dictionary_page and 0 < chunk.dictionary_page_offset < start:
-                start = chunk.dictionary_page_offset
+            # The chunk starts at its dictionary page, if any, else its first data page; writers
+            # store 0 for an absent one (pyarrow's data page offset of an empty chunk too).
+            offsets = [chunk.data_page_offset]
+            if chunk.has_dictionary_page:
+                offsets.append(chunk.dictionary_page_offset)
+            start = min((o for o in offsets if o and o > 0), default=chunk.data_page_offset)
             if chunk.num_values != group.num_rows:
                 raise InputError(
                     f"{path}: column {name!r}, row group {rg}: {chunk.num_values} values for "
@@ -435,8 +437,11 @@ def read_columns(filesystem, path: str, columns, xp=np, check_crc: bool = True) 
     result = {}
     for name in columns:
         mine = [d for d, chunk in zip(decoded, plan) if chunk.name == name]
-        values = xp.concatenate([v for v, _ in mine])
         dtype = arrow_schema.field(name).type.to_pandas_dtype()
+        if not mine:  # a file without row groups
+            result[name] = (xp.zeros(0, dtype=dtype), None)
+            continue
+        values = xp.concatenate([v for v, _ in mine])
         if all(m is None for _, m in mine):
             valid = None
         else:
