@@ -82,7 +82,7 @@ def hadoop_lz4_frames(data: bytes, decompressed_size: int):
     return frames if total == decompressed_size and frames else None
 
 
-def _stored_size_check(codec: str, data: bytes, size: int) -> int | None:
+def _stated_size(codec: str, data: bytes) -> int | None:
     """The decompressed size a stream states in its own bytes, where it states one."""
     if codec == "SNAPPY":  # a varint preamble
         value = shift = 0
@@ -113,7 +113,7 @@ def _host_decompress(codec: str, data: bytes, size: int, where: str) -> np.ndarr
             parts = [_host_decompress("LZ4_RAW", data[s:s + n], m, f"{where} (Hadoop LZ4 frame)")
                      for s, n, m in frames]
             return np.concatenate(parts)
-    stated = _stored_size_check(codec, data, size)
+    stated = _stated_size(codec, data)
     if stated is not None and stated != size:
         raise InputError(f"{where}: {codec} stream holds {stated} bytes, the header declares {size}")
     codec_obj = pa.Codec(name)
