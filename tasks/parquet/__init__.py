@@ -17,5 +17,8 @@ importing only modules listed above it:
   and its backends (the host's pyarrow decoder);
 - output_paths: which result paths may be written;
 - write: atomic writes of result files, a partitioned run's parts;
-- publish: results put into place while no other run publishes there.
+- publish: results put into place while no other run publishes there;
+- pages, decompress: the page reader core of a GPU reader (page headers as arrays, page
+  decompression and CRC checks; values decoded by kernels/parquet_decode.py), not yet a
+  reader backend (docs/gpu-reader.md).
 """
