@@ -15,7 +15,8 @@ from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
 from flows.runners import edge_count, local_workers, resolve_auto
 from kernels import backend as be
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SEED_EDGES
+from tests.helpers import write_seed
 
 SAMPLE = str(ROOT / "data" / "graph.parquet")
 
@@ -195,3 +196,20 @@ def test_without_a_server_the_command_starts_one_for_the_run_and_stops_it(tmp_pa
         assert [(name, state) for _, name, state in runs] == [("mst-graph", "COMPLETED")]
         messages = [m for (m,) in db.execute("SELECT message FROM log WHERE flow_run_id = ?", (runs[0][0],))]
     assert any(m.startswith("mst: ") and "validation passed" in m for m in messages), messages  # the last logs reached it
+
+
+def test_auto_counts_the_edges_of_a_dataset_that_holds_other_files(tmp_path, monkeypatch):
+    """`--runner auto` (the default) runs threads below 16,000,000 input edges, counted from the
+    Parquet footers before the run, and Dask above; files that are not Parquet (a README, notes)
+    are skipped, in the count too. The count used to be pyarrow.dataset's, which fails on a
+    README beside the parts: the count was then unknown and `auto` ran threads whatever the
+    graph's size."""
+    data = tmp_path / "data"
+    for k in range(3):
+        write_seed(data / f"part-{k}.parquet")
+    (data / "README.md").write_text("nightly export of the edges\n")
+    assert edge_count(str(data)) == 3 * len(SEED_EDGES)
+    monkeypatch.setenv("GRAPH_DASK_MIN_EDGES", str(3 * len(SEED_EDGES)))
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
+    monkeypatch.setenv("GRAPH_BACKEND", "numpy")
+    assert resolve_auto("auto", str(data)) == "dask"
