@@ -63,6 +63,43 @@ def prefect_server():
         del os.environ["PREFECT_API_URL"]
 
 
+@pytest.fixture(scope="module")
+def cpu_workers_folder(tmp_path_factory):
+    """The folder the CPU cluster's worker processes start in and keep as their working folder."""
+    return tmp_path_factory.mktemp("cpu-workers")
+
+
+@pytest.fixture(scope="module")
+def cpu_cluster(cpu_workers_folder):
+    """A running Dask cluster of three CPU worker processes (distributed.LocalCluster), one per
+    test module. Its workers compute on NumPy, on a GPU machine too: partitioned runs on it run
+    the CPU rank program and its TCP collectives (tests/test_partitioned_gpu.py runs the NCCL
+    ranks). They start in a folder of their own, not the tests' (as a `dask worker` started from
+    a user's home would): a path resolved in a worker's folder instead of the command's is seen.
+    A module that runs flows on it asks for `prefect_server` too, which starts first (session
+    scope), so the workers inherit PREFECT_API_URL."""
+    from distributed import LocalCluster
+
+    before = os.getcwd()
+    os.chdir(cpu_workers_folder)
+    try:
+        cluster = LocalCluster(n_workers=3, threads_per_worker=1, dashboard_address=None,
+                               env={"GRAPH_BACKEND": "numpy"})
+    finally:
+        os.chdir(before)
+    with cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def client(cpu_cluster):
+    """A Dask client of the module's CPU cluster."""
+    from distributed import Client
+
+    with Client(cpu_cluster) as c:
+        yield c
+
+
 def host(a):
     return be.to_host(a)
 

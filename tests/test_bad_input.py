@@ -3,7 +3,6 @@ left and older outputs untouched."""
 import os
 import struct
 import threading
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -14,6 +13,7 @@ from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
 from flows.mst import mst_flow
+from tests.helpers import EDGES, listing, run, write_seed
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -366,10 +366,6 @@ MST_CASES = [missing, empty_dir, not_parquet, truncated, corrupt_pages, mixed_sc
              output_file_taken_by_a_directory]
 
 
-def listing(path):
-    return sorted(p.relative_to(path) for p in path.rglob("*"))
-
-
 def unblock_after(seconds, path):
     """If a FIFO input were opened, the open would wait for a writer: be that writer after a
     while, so that a regression fails the test instead of hanging it."""
@@ -416,7 +412,7 @@ def test_pipeline_writes_nothing_when_one_result_path_is_taken(tmp_path, capsys)
     code = pipeline_cli.main([str(path), "--source", "0", "--output", str(tmp_path / "o")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1 and "mst_edges.parquet: output path exists and is not a regular file" in err[0]
-    assert listing(tmp_path / "o") == [Path("mst_edges.parquet")]
+    assert listing(tmp_path / "o") == ["mst_edges.parquet"]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions")
@@ -484,3 +480,85 @@ def test_dataset_split_over_files_with_codecs(tmp_path, capsys):
                        tmp_path / "d" / f"part-{i}.parquet", compression=codec)
     assert mst_cli.main([str(tmp_path / "d"), "--output", str(tmp_path / "o")]) == 0, capsys.readouterr().err
     assert pq.read_table(tmp_path / "o" / "mst_edges.parquet").num_rows == 3
+
+
+@pytest.mark.parametrize("partitions", [None, ("--partitions", "2", "--output-layout", "file"),
+                                        ("--partitions", "2", "--output-layout", "dataset")],
+                         ids=["one-partition", "partitioned-file", "partitioned-dataset"])
+def test_a_result_written_inside_a_dataset_is_not_read_back_as_edges(tmp_path, capsys, monkeypatch, partitions):
+    """A run on one file of a dataset writes its forest into a folder of the dataset (the default
+    output/ when the dataset folder is the current directory). A later run on the whole dataset
+    read the forest's rows as more edges, silently: the forest has the columns of an edge list."""
+    data = tmp_path / "data"
+    data.mkdir()
+    pq.write_table(EDGES, data / "part-0.parquet")
+    if partitions:
+        monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
+        partitions = [*partitions, "--runner", "dask", "--backend", "numpy"]
+    code, _, err = run(mst_cli.main, [data / "part-0.parquet", "--output", data / "results", *(partitions or [])], capsys)
+    assert code == 0, err
+    result = data / "results" / "mst_edges.parquet"
+    first = sorted(result.rglob("*.parquet"))[0] if result.is_dir() else result
+    before = listing(tmp_path)
+    code, out, err = run(mst_cli.main, [data, "--output", tmp_path / "out"], capsys)
+    assert code == 1 and out == ""
+    lines = err.strip().splitlines()
+    assert lines == [f"error: {first}: is the mst_edges.parquet result of an earlier run, but {data / 'part-0.parquet'} "
+                     f"is an edge list of the same input {data}; move the result out of it, or start its name or "
+                     "folder with _ to skip it"]
+    assert listing(tmp_path) == before
+
+
+@pytest.mark.parametrize("columns, expected", [
+    ({"src": pa.array([b"a", b"b"]), "dst": pa.array([b"b", b"a"])}, "column 'src' has type binary"),
+    ({"src": pa.array([b"aa", b"bb"], pa.binary(2)), "dst": pa.array([b"bb", b"aa"], pa.binary(2))},
+     "column 'src' has type fixed_size_binary[2]"),
+    ({"src": pa.array([0, 1]).cast(pa.timestamp("ms")), "dst": pa.array([1, 0]).cast(pa.timestamp("ms"))},
+     "column 'src' has type timestamp[ms]"),
+    ({"src": pa.array([0, 1], pa.int32()).cast(pa.date32()), "dst": pa.array([1, 0], pa.int32()).cast(pa.date32())},
+     "column 'src' has type date32[day]"),
+    ({"src": pa.array([0, 1]).cast(pa.decimal128(19, 0)), "dst": pa.array([1, 0]).cast(pa.decimal128(19, 0))},
+     "column 'src' has type decimal128(19, 0)"),
+    ({"src": pa.array([[0], [1]]), "dst": pa.array([1, 0])}, "column 'src' has type list<element: int64>"),
+    ({"weight": pa.array([True, False])}, "weight column 'weight' has type bool; weights must be numeric"),
+    ({"weight": pa.array([{"v": 1.0}, {"v": 2.0}])}, "weight column 'weight' has type struct<v: double>"),
+], ids=["binary-ids", "fixed-size-binary-ids", "timestamp-ids", "date-ids", "decimal-ids", "list-ids", "bool-weights",
+        "struct-weights"])
+def test_unusable_column_types_are_refused_naming_file_and_column(tmp_path, capsys, columns, expected):
+    table = {"src": pa.array([0, 1]), "dst": pa.array([1, 0]), "weight": pa.array([1.0, 2.0]), **columns}
+    pq.write_table(pa.table(table), tmp_path / "g.parquet")
+    code, out, err = run(mst_cli.main, [tmp_path / "g.parquet", "--output", tmp_path / "o"], capsys)
+    lines = err.strip().splitlines()
+    assert code == 1 and out == "" and len(lines) == 1
+    assert lines[0].startswith(f"error: {tmp_path / 'g.parquet'}: {expected}")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("marker, expected", [
+    ({"_temporary/0/task_1/part-00001.parquet": True}, "_temporary: a Spark/Hadoop write that did not finish"),
+    ({"_delta_log/00000000000000000000.json": False}, "is a Delta Lake table (_delta_log/)"),
+    ({"metadata/v1.metadata.json": False}, "is an Apache Iceberg table (metadata/*.metadata.json)"),
+], ids=["unfinished-spark-write", "delta-lake", "iceberg"])
+def test_a_table_format_or_unfinished_write_below_the_dataset_is_refused(tmp_path, capsys, marker, expected):
+    """Refused with one line naming the path, anywhere below the folder given: a Delta Lake
+    (`_delta_log/`) or Iceberg (`metadata/*.metadata.json`) table, whose folders also hold files
+    of older versions, and a `_temporary/` folder without `_SUCCESS` beside it (a Spark/Hadoop
+    write that did not finish). Only the dataset's own folder used to be looked at: one day's folder of a dataset of
+    daily Spark outputs (`edges/day=2/`, still being written), or a Delta table below the
+    folder given, was read silently, older versions' files and half a write included."""
+    data = tmp_path / "edges"
+    write_seed(data / "day=1" / "part-00000.parquet")
+    (data / "day=1" / "_SUCCESS").write_text("")
+    table = data / "day=2"
+    write_seed(table / "part-00000.parquet")
+    for name, parquet in marker.items():
+        if parquet:
+            write_seed(table / name)
+        else:
+            (table / name).parent.mkdir(parents=True, exist_ok=True)
+            (table / name).write_text("{}")
+    code, out, err = run(mst_cli.main, [data, "--output", tmp_path / "out"], capsys)
+    lines = err.strip().splitlines()
+    assert code == 1 and out == "" and len(lines) == 1, err
+    assert lines[0].startswith(f"error: {table}") and expected in lines[0], err
+    assert not (tmp_path / "out").exists()

@@ -19,6 +19,8 @@ from flows.runners import edge_count, resolve_auto
 from kernels import backend as be
 from tasks.cluster import local_workers
 from tests.conftest import ROOT
+from tests.conftest import ROOT, SEED_EDGES
+from tests.helpers import write_seed
 
 SAMPLE = str(ROOT / "data" / "graph.parquet")
 
@@ -223,3 +225,20 @@ def test_a_run_longer_than_a_few_seconds_shows_a_line_per_stage(tmp_path, prefec
     for stage in ("load-kron", "msf", "validate-msf", "write"):
         assert re.search(rf"\b{stage} done in \d+\.\d s", said), progress
     assert len(progress) <= 2 * 4  # a line for what started and one for what ended, at most, per stage
+
+
+def test_auto_counts_the_edges_of_a_dataset_that_holds_other_files(tmp_path, monkeypatch):
+    """`--runner auto` (the default) runs threads below 16,000,000 input edges, counted from the
+    Parquet footers before the run, and Dask above; files that are not Parquet (a README, notes)
+    are skipped, in the count too. The count used to be pyarrow.dataset's, which fails on a
+    README beside the parts: the count was then unknown and `auto` ran threads whatever the
+    graph's size."""
+    data = tmp_path / "data"
+    for k in range(3):
+        write_seed(data / f"part-{k}.parquet")
+    (data / "README.md").write_text("nightly export of the edges\n")
+    assert edge_count(str(data)) == 3 * len(SEED_EDGES)
+    monkeypatch.setenv("GRAPH_DASK_MIN_EDGES", str(3 * len(SEED_EDGES)))
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
+    monkeypatch.setenv("GRAPH_BACKEND", "numpy")
+    assert resolve_auto("auto", str(data)) == "dask"

@@ -1,11 +1,11 @@
 """Flows and the command line, end to end on real Parquet files under a real Prefect server."""
-import json
 import logging
 import math
 import os
 import re
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -20,31 +20,15 @@ from flows.mst import mst_flow
 from flows.pipeline import pipeline_flow
 from kernels.backend import resolve
 from kernels.msf import MSFResult
-from tests.conftest import ROOT, SEED_EDGES, realgraphs_dir
-from tests.references import scipy_bfs_distances, scipy_msf_weight
+from tests.conftest import ROOT, realgraphs_dir
+from tests.helpers import artifacts_of, random_edges, run, table_rows, write_edges, write_seed
+from tests.references import assert_distances, assert_forest, scipy_bfs_distances, scipy_msf_weight
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
 
-def write(path, **columns):
-    pq.write_table(pa.table(columns), path)
-    return str(path)
-
-
-def seed_file(tmp_path, name="seed.parquet"):
-    s, d, w = zip(*SEED_EDGES)
-    return write(tmp_path / name, src=pa.array(s, pa.int64()), dst=pa.array(d, pa.int64()),
-                 weight=pa.array(w, pa.float64()))
-
-
-def run(main, argv, capsys):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_mst_cli_on_seed_graph(tmp_path, capsys):
-    code, out, err = run(mst_cli.main, [seed_file(tmp_path), "--output", str(tmp_path / "out")], capsys)
+    code, out, err = run(mst_cli.main, [str(write_seed(tmp_path / "seed.parquet")), "--output", str(tmp_path / "out")], capsys)
     assert code == 0, err
     t = pq.read_table(tmp_path / "out" / "mst_edges.parquet")
     assert t.column_names == ["src", "dst", "weight"]
@@ -55,7 +39,7 @@ def test_mst_cli_on_seed_graph(tmp_path, capsys):
 
 
 def test_bfs_cli_on_seed_graph(tmp_path, capsys):
-    code, _, err = run(bfs_cli.main, [seed_file(tmp_path), "--source", "0", "--output", str(tmp_path / "o")], capsys)
+    code, _, err = run(bfs_cli.main, [str(write_seed(tmp_path / "seed.parquet")), "--source", "0", "--output", str(tmp_path / "o")], capsys)
     assert code == 0, err
     t = pq.read_table(tmp_path / "o" / "bfs_distances.parquet")
     assert t.column_names == ["vertex", "distance", "predecessor"]
@@ -66,7 +50,7 @@ def test_bfs_cli_on_seed_graph(tmp_path, capsys):
 
 def test_default_output_is_output_slash_stem(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, _, err = run(mst_cli.main, [seed_file(tmp_path, "my_graph.parquet")], capsys)
+    code, _, err = run(mst_cli.main, [str(write_seed(tmp_path / "my_graph.parquet"))], capsys)
     assert code == 0, err
     assert (tmp_path / "output" / "my_graph" / "mst_edges.parquet").exists()
 
@@ -74,7 +58,7 @@ def test_default_output_is_output_slash_stem(tmp_path, capsys, monkeypatch):
 def test_an_empty_output_path_is_refused_not_taken_for_the_default(tmp_path, capsys, monkeypatch):
     """`--output "$DIR"` with DIR unset: the command and the flow both refuse it, writing nothing."""
     monkeypatch.chdir(tmp_path)
-    graph = seed_file(tmp_path, "g.parquet")
+    graph = str(write_seed(tmp_path / "g.parquet"))
     code, _, err = run(mst_cli.main, [graph, "--output", ""], capsys)
     assert code == 1 and "argument --output: an empty path" in err, err
     state = mst_flow(graph, output="", return_state=True)
@@ -86,7 +70,7 @@ def test_a_rerun_leaves_no_bfs_result_of_an_earlier_run_beside_its_own(tmp_path,
     """Three source sets, then a single search, then two sets, into one folder: each time only
     this run's BFS results are there, so a job reading OUTPUT/source-set-* never mixes runs. The
     forest of a pipeline run and a file of the user's own in a set folder stay."""
-    graph, out = seed_file(tmp_path), tmp_path / "out"
+    graph, out = str(write_seed(tmp_path / "seed.parquet")), tmp_path / "out"
 
     def results():
         return sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
@@ -139,7 +123,7 @@ def test_pipeline_cli_on_real_graph_matches_scipy(tmp_path, capsys, name):
 
 
 def test_directed_depth_limited_bfs_and_unreached_nulls(tmp_path, capsys):
-    path = write(tmp_path / "g.parquet", src=pa.array([0, 1, 2, 9]), dst=pa.array([1, 2, 3, 0]))
+    path = str(write_edges(tmp_path / "g.parquet", src=pa.array([0, 1, 2, 9]), dst=pa.array([1, 2, 3, 0])))
     code, _, err = run(bfs_cli.main, [path, "--source", "0", "--directed", "--depth-limit", "2",
                                       "--output", str(tmp_path / "o")], capsys)
     assert code == 0, err
@@ -150,8 +134,8 @@ def test_directed_depth_limited_bfs_and_unreached_nulls(tmp_path, capsys):
 
 
 def test_string_ids_round_trip(tmp_path, capsys):
-    path = write(tmp_path / "s.parquet", src=pa.array(["paris", "lyon", "nice", "lyon"]),
-                 dst=pa.array(["lyon", "nice", "paris", "lille"]), weight=pa.array([3.0, 1.0, 2.0, 5.0]))
+    path = str(write_edges(tmp_path / "s.parquet", src=pa.array(["paris", "lyon", "nice", "lyon"]),
+                               dst=pa.array(["lyon", "nice", "paris", "lille"]), weight=pa.array([3.0, 1.0, 2.0, 5.0])))
     code, _, err = run(pipeline_cli.main, [path, "--source", "paris", "--output", str(tmp_path / "o")], capsys)
     assert code == 0, err
     dist = pq.read_table(tmp_path / "o" / "bfs_distances.parquet").to_pylist()
@@ -164,8 +148,8 @@ def test_string_ids_round_trip(tmp_path, capsys):
 
 def test_huge_and_negative_integer_ids_round_trip(tmp_path, capsys):
     big, small = 2**63 - 1, -(2**63)
-    path = write(tmp_path / "h.parquet", src=pa.array([big, small, -5], pa.int64()),
-                 dst=pa.array([small, -5, 7], pa.int64()), weight=pa.array([1.0, 2.0, 3.0]))
+    path = str(write_edges(tmp_path / "h.parquet", src=pa.array([big, small, -5], pa.int64()),
+                               dst=pa.array([small, -5, 7], pa.int64()), weight=pa.array([1.0, 2.0, 3.0])))
     code, _, err = run(bfs_cli.main, [path, "--source", str(big), "--output", str(tmp_path / "o")], capsys)
     assert code == 0, err
     rows = pq.read_table(tmp_path / "o" / "bfs_distances.parquet").to_pylist()
@@ -176,7 +160,7 @@ def test_huge_and_negative_integer_ids_round_trip(tmp_path, capsys):
 
 
 def test_flow_returns_summary_and_completes(tmp_path):
-    state = mst_flow(seed_file(tmp_path), output=str(tmp_path / "o"), return_state=True)
+    state = mst_flow(str(write_seed(tmp_path / "seed.parquet")), output=str(tmp_path / "o"), return_state=True)
     assert state.is_completed()
     summary = state.result()
     assert summary["forest_edges"] == 5 and summary["components"] == 1 and summary["backend"] == resolve(None)
@@ -184,7 +168,7 @@ def test_flow_returns_summary_and_completes(tmp_path):
 
 def test_failed_validation_publishes_nothing_and_keeps_previous_outputs(tmp_path, monkeypatch):
     out = tmp_path / "o"
-    assert mst_flow(seed_file(tmp_path), output=str(out))["forest_edges"] == 5
+    assert mst_flow(str(write_seed(tmp_path / "seed.parquet")), output=str(out))["forest_edges"] == 5
     before = (out / "mst_edges.parquet").read_bytes()
     import tasks.graph_tasks as gt
 
@@ -192,7 +176,7 @@ def test_failed_validation_publishes_nothing_and_keeps_previous_outputs(tmp_path
         return MSFResult(edges=np.array([0, 2, 3, 4]), components=2, rounds=1, bands=1)
 
     monkeypatch.setattr(gt, "minimum_spanning_forest", broken_forest)
-    state = mst_flow(seed_file(tmp_path), output=str(out), return_state=True)
+    state = mst_flow(str(write_seed(tmp_path / "seed.parquet")), output=str(out), return_state=True)
     assert state.is_failed()
     assert "failed validation" in state.message or "failed validation" in str(state.result(raise_on_failure=False))
     assert (out / "mst_edges.parquet").read_bytes() == before
@@ -205,7 +189,7 @@ def test_cli_process_exit_codes_and_one_line_errors(tmp_path):
     from prefect.settings import PREFECT_API_URL
 
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
-    ok = subprocess.run([sys.executable, "-m", "flows.mst", seed_file(tmp_path), "--output", str(tmp_path / "o")],
+    ok = subprocess.run([sys.executable, "-m", "flows.mst", str(write_seed(tmp_path / "seed.parquet")), "--output", str(tmp_path / "o")],
                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0, ok.stderr
     assert "wrote" in ok.stdout
@@ -245,7 +229,7 @@ def test_flow_called_from_a_script_without_main_guard_completes(tmp_path):
 def test_output_files_are_as_readable_as_the_umask_says(tmp_path, umask, mode):
     previous = os.umask(umask)
     try:
-        mst_flow(seed_file(tmp_path), output=str(tmp_path / "o"))
+        mst_flow(str(write_seed(tmp_path / "seed.parquet")), output=str(tmp_path / "o"))
     finally:
         os.umask(previous)
     assert (tmp_path / "o" / "mst_edges.parquet").stat().st_mode & 0o777 == mode
@@ -323,24 +307,13 @@ def test_auto_partitions_on_the_cpu_run_the_one_partition_recipe(tmp_path):
 @pytest.mark.parametrize("params, named", [({"partitions": 0}, "partitions"), ({"partitions": "all"}, "partitions"),
                                            ({"output_layout": "parts"}, "output_layout")])
 def test_partition_parameters_are_checked_before_anything_runs(tmp_path, params, named):
-    state = mst_flow(seed_file(tmp_path), output=str(tmp_path / "o"), return_state=True, **params)
+    state = mst_flow(str(write_seed(tmp_path / "seed.parquet")), output=str(tmp_path / "o"), return_state=True, **params)
     assert state.is_failed() and "invalid parameters" in state.message and named in state.message, state.message
     assert not (tmp_path / "o").exists()
 
 
-def artifacts_of(state) -> dict:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
-
-    with get_client(sync_client=True) as client:
-        found = client.read_artifacts(artifact_filter=ArtifactFilter(
-            flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])))
-    return {a.key: a for a in found if a.key}
-
-
-def table_rows(artifact) -> dict:
-    data = json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
-    return {row["quantity"]: row["value"] for row in data}
+def artifacts_by_key(state) -> dict:
+    return {a["key"]: a for a in artifacts_of(state.state_details.flow_run_id) if a["key"]}
 
 
 def test_partitioned_flow_artifacts_layouts_and_a_killed_rank(tmp_path):
@@ -361,12 +334,12 @@ def test_partitioned_flow_artifacts_layouts_and_a_killed_rank(tmp_path):
         assert state.is_completed(), state.message
         summary = state.result()
         assert summary["partitions"] == 2 and summary["layout"] == "dataset" and summary["validation"] == "passed"
-        artifacts = artifacts_of(state)
+        artifacts = artifacts_by_key(state)
         assert {"pipeline-summary", "bfs-validation", "msf-validation"} <= set(artifacts)
-        rows = table_rows(artifacts["pipeline-summary"])
+        rows = dict(table_rows(artifacts["pipeline-summary"]))
         assert rows["validation"] == "passed" and rows["backend"].endswith(", 2 partitions")
         assert rows["forest"].startswith(f"{summary['forest_edges']:,} edges, total weight ")
-        assert "| pass |" in artifacts["msf-validation"].data and "FAIL" not in artifacts["msf-validation"].data
+        assert "| pass |" in artifacts["msf-validation"]["data"] and "FAIL" not in artifacts["msf-validation"]["data"]
         dataset = pq.read_table(out / "mst_edges.parquet")
         assert (out / "mst_edges.parquet").is_dir()
 
@@ -384,7 +357,7 @@ def test_partitioned_flow_artifacts_layouts_and_a_killed_rank(tmp_path):
     assert marker.exists(), "no rank was killed: the test did not test anything"
     assert state.is_failed()
     assert "\n" not in state.message.strip() and "died; nothing was written" in state.message, state.message
-    rows = table_rows(artifacts_of(state)["pipeline-summary"])
+    rows = dict(table_rows(artifacts_by_key(state)["pipeline-summary"]))
     assert rows["validation"] == "not reached" and "died; nothing was written" in rows["error"]
     assert not (tmp_path / "killed-run").exists()
 
@@ -393,7 +366,7 @@ def test_the_search_log_counts_every_vertex_reached(tmp_path, capsys, backend):
     """A GPU search runs several levels per launch and reports once per launch: the log's
     reached count comes from the distances (a path of 40 and a separate edge: 40 of 42)."""
     chain = np.arange(40)
-    path = write(tmp_path / "g.parquet", src=pa.array(np.append(chain[:-1], 100)), dst=pa.array(np.append(chain[1:], 101)))
+    path = str(write_edges(tmp_path / "g.parquet", src=pa.array(np.append(chain[:-1], 100)), dst=pa.array(np.append(chain[1:], 101))))
     logger, messages = logging.getLogger("prefect.task_runs"), []
     handler = logging.Handler(logging.INFO)
     handler.emit = lambda record: messages.append(record.getMessage())
@@ -413,14 +386,14 @@ def test_the_search_log_counts_every_vertex_reached(tmp_path, capsys, backend):
 def test_source_set_ids_keep_their_spaces(tmp_path, capsys):
     """String ids " a" and "a" are different vertices: a set names each as written. An integer
     id written with a space is refused, naming it."""
-    path = write(tmp_path / "s.parquet", src=pa.array([" a", "a", "b"]), dst=pa.array(["b", "c", "d"]))
+    path = str(write_edges(tmp_path / "s.parquet", src=pa.array([" a", "a", "b"]), dst=pa.array(["b", "c", "d"])))
     code, _, err = run(bfs_cli.main, [path, "--source-set", " a", "--source-set", "a,d", "--output", str(tmp_path / "o")], capsys)
     assert code == 0, err
     first = pq.read_table(tmp_path / "o" / "source-set-0" / "bfs_distances.parquet").to_pylist()
     second = pq.read_table(tmp_path / "o" / "source-set-1" / "bfs_distances.parquet").to_pylist()
     assert {r["vertex"]: r["distance"] for r in first} == {" a": 0, "a": None, "b": 1, "c": None, "d": 2}
     assert {r["vertex"]: r["distance"] for r in second} == {" a": 2, "a": 0, "b": 1, "c": 1, "d": 0}
-    ints = write(tmp_path / "i.parquet", src=pa.array([1, 2]), dst=pa.array([2, 3]))
+    ints = str(write_edges(tmp_path / "i.parquet", src=pa.array([1, 2]), dst=pa.array([2, 3])))
     code, out, err = run(bfs_cli.main, [ints, "--source-set", "1, 2", "--output", str(tmp_path / "p")], capsys)
     assert code == 1 and out == "" and "' 2'" in err, err
     assert not (tmp_path / "p").exists()
@@ -429,7 +402,7 @@ def test_source_set_ids_keep_their_spaces(tmp_path, capsys):
 def test_a_reader_that_closes_its_end_early_does_not_fail_a_finished_run(tmp_path):
     """`python -m flows.bfs ... | head -1`: the results are written and the run Completed, so
     the command exits 0 although the rest of its lines found no reader."""
-    path = write(tmp_path / "g.parquet", src=pa.array([0, 1]), dst=pa.array([1, 2]))
+    path = str(write_edges(tmp_path / "g.parquet", src=pa.array([0, 1]), dst=pa.array([1, 2])))
     read, written = os.pipe()
     os.close(read)
     try:
@@ -448,7 +421,7 @@ def test_the_forest_weight_reported_is_the_exact_sum_rounded(tmp_path, capsys, w
     """The forest of a path is the whole path: its reported weight is the sum of all its weights,
     which a float64 sum loses where large weights cancel or partial sums overflow."""
     n = len(weights)
-    path = write(tmp_path / "p.parquet", src=pa.array(range(n)), dst=pa.array(range(1, n + 1)), weight=pa.array(weights))
+    path = str(write_edges(tmp_path / "p.parquet", src=pa.array(range(n)), dst=pa.array(range(1, n + 1)), weight=pa.array(weights)))
     code, out, err = run(mst_cli.main, [path, "--output", str(tmp_path / "o")], capsys)
     assert code == 0, err
     assert f"forest of {n} edges, weight {total}, " in out, out
@@ -478,3 +451,96 @@ def test_a_sum_of_many_weights_of_one_sign_is_reported_without_the_exact_path(mo
 
     assert forest_weight.sum_in_blocks(weights, np)[1] == 3 * 255
     assert abs(total - exact) <= 2.0**-40 * exact
+
+
+@pytest.mark.parametrize("src, dst, weight, sources, options", [
+    ([5, 7, 9], [5, 7, 9], [1.0, 2.0, 3.0], [7], []),
+    ([0, 0, 0, 1, 1], [1, 1, 1, 0, 0], [3.0, 1.0, 2.0, 0.5, 0.75], [0], []),
+    ([0, 1, 2], [1, 2, 3], [1.0, 1.0, 1.0], [3], ["--directed"]),
+    ([0, 1, 2], [1, 2, 3], [1.0, 1.0, 1.0], [1], ["--depth-limit", "0"]),
+    ([0, 1, 2], [1, 2, 3], [1.0, 1.0, 1.0], [1, 1, 2, 1], ["--directed", "--depth-limit", "1"]),
+], ids=["self-loops-only", "parallel-edges-the-lightest-wins", "source-only-a-destination-directed",
+        "depth-limit-0", "duplicate-sources"])
+def test_small_graphs_give_the_reference_results(tmp_path, capsys, src, dst, weight, sources, options):
+    pq.write_table(pa.table({"src": pa.array(src, pa.int64()), "dst": pa.array(dst, pa.int64()), "weight": weight}),
+                   tmp_path / "g.parquet")
+    argv = [tmp_path / "g.parquet", *[a for s in sources for a in ("--source", s)], *options, "--output", tmp_path / "o"]
+    code, _, err = run(pipeline_cli.main, argv, capsys)
+    assert code == 0, err
+    assert_forest(tmp_path / "o" / "mst_edges.parquet", src, dst, weight)
+    limit = int(options[options.index("--depth-limit") + 1]) if "--depth-limit" in options else None
+    assert_distances(tmp_path / "o" / "bfs_distances.parquet", src, dst, sources, "--directed" in options, limit)
+
+
+@pytest.mark.parametrize("directed, limit", [(False, None), (True, 1)])
+def test_overlapping_source_sets_each_give_the_reference_distances(tmp_path, capsys, directed, limit):
+    src, dst, weight = random_edges(seed=5, n=25, m=60)
+    pq.write_table(pa.table({"src": src, "dst": dst}), tmp_path / "g.parquet")
+    sets = [[src[0]], [src[0], src[0]], [src[1], src[0]], [dst[3]] * 5]
+    argv = [tmp_path / "g.parquet", *[a for s in sets for a in ("--source-set", ",".join(map(str, s)))],
+            *(["--directed"] if directed else []), *(["--depth-limit", limit] if limit is not None else []),
+            "--output", tmp_path / "o"]
+    code, _, err = run(bfs_cli.main, argv, capsys)
+    assert code == 0, err
+    for k, sources in enumerate(sets):
+        assert_distances(tmp_path / "o" / f"source-set-{k}" / "bfs_distances.parquet", src, dst, sources, directed, limit)
+
+
+def twins(weight_type):
+    """Thirty parallel edges 0-1 of one weight, and a triangle of equal weights: rows decide."""
+    src, dst = [0] * 30 + [1, 2, 3], [1] * 30 + [2, 3, 1]
+    return src, dst, pa.array([2.0] * 30 + [2.0, 2.0, 2.0], weight_type)
+
+
+WEIGHT_CASES = {
+    "ties-across-thirty-parallel-edges-float64": lambda: twins(pa.float64()),
+    "ties-across-thirty-parallel-edges-float32": lambda: twins(pa.float32()),
+    "integer-weights-one-float64-step-apart-near-2-pow-60": lambda: (
+        [0, 1, 0, 2, 3], [1, 2, 2, 3, 0], pa.array([2**60 + 256, 2**60, 2**60 + 512, 2**60 + 256, 2**60], pa.int64())),
+    "integers-beyond-2-pow-53-with-zero-low-bits": lambda: (
+        [0, 1, 0], [1, 2, 2], pa.array([2**62, 2**62 + 2**10, -(2**63)], pa.int64())),
+    "float32-weights-one-ulp-apart": lambda: (
+        [0, 1, 0], [1, 2, 2], pa.array(np.array([1.0, np.nextafter(np.float32(1), np.float32(2)), 1.0], np.float32))),
+    "isolated-vertices-only-in-self-loops-and-many-components": lambda: (
+        [0, 2, 4, 6, 8, 9, 9, 10], [1, 3, 5, 7, 8, 9, 10, 10], pa.array([1.0, -1.0, 0.0, -0.0, 5.0, 5.0, 3.0, 1.0])),
+}
+
+
+@pytest.mark.parametrize("case", WEIGHT_CASES, ids=list(WEIGHT_CASES))
+def test_forests_and_summaries_agree_with_the_references_and_the_files(tmp_path, capsys, case):
+    src, dst, weight = WEIGHT_CASES[case]()
+    write_edges(tmp_path / "g.parquet", src, dst, weight)
+    summary = pipeline_flow(str(tmp_path / "g.parquet"), source_sets=[[str(src[0])], [str(dst[-1]), str(src[1])]],
+                            output=str(tmp_path / "o"))
+    as_float = [float(w) for w in weight.to_pylist()]
+    assert_forest(tmp_path / "o" / "mst_edges.parquet", src, dst, as_float)
+    forest = pq.read_table(tmp_path / "o" / "mst_edges.parquet")
+    assert forest.schema.field("weight").type == (pa.float32() if weight.type == pa.float32() else pa.float64())
+    vertices = len(set(src) | set(dst))
+    assert summary["vertices"] == vertices and summary["edges"] == len(src)
+    assert summary["self_loops"] == sum(a == b for a, b in zip(src, dst))
+    assert summary["forest_edges"] == forest.num_rows and summary["components"] == vertices - forest.num_rows
+    exact = sum(Fraction(w) for w in forest["weight"].to_pylist())
+    assert summary["forest_weight"] == float(exact)
+    searches = [pq.read_table(tmp_path / "o" / f"source-set-{k}" / "bfs_distances.parquet") for k in range(2)]
+    assert summary["reached"] == [t.num_rows - t["distance"].null_count for t in searches]
+    assert all(t.num_rows == vertices for t in searches)
+    assert summary["outputs"] == [str(tmp_path / "o" / f"source-set-{k}" / "bfs_distances.parquet") for k in range(2)] + \
+        [str(tmp_path / "o" / "mst_edges.parquet")]
+
+
+def test_parameters_sent_as_json_text_give_the_typed_runs_results(tmp_path):
+    """The UI sends what its form holds: numbers as text, booleans as text; the run equals the
+    one given Python values."""
+    src, dst = [0, 1, 2, 3, 4], [1, 2, 3, 4, 0]
+    path = write_edges(tmp_path / "g.parquet", src, dst, [1.0] * 5)
+    typed = pipeline_flow(str(path), source_sets=[["0"], ["3", "0"]], output=str(tmp_path / "a"), directed=True,
+                          depth_limit=2, partitions=1)
+    sent = pipeline_flow(**{"input": str(path), "source_sets": [["0"], ["3", "0"]], "output": str(tmp_path / "b"),
+                            "directed": "true", "depth_limit": "2", "partitions": "1"})
+    timing = ("outputs", "gteps", "edges_per_second")
+    assert {k: v for k, v in typed.items() if not k.endswith("seconds") and k not in timing} == \
+        {k: v for k, v in sent.items() if not k.endswith("seconds") and k not in timing}
+    for k, sources in enumerate([[0], [3, 0]]):
+        for out in ("a", "b"):
+            assert_distances(tmp_path / out / f"source-set-{k}" / "bfs_distances.parquet", src, dst, sources, True, 2)

@@ -532,3 +532,49 @@ def test_forest_verifier_catches_wrong_forests(backend, xp):
     assert check(g[:-1] + [g[-2]])["edges are distinct input edges"] > 0
     heavier = [e for e in g if e != 4] + [1]  # swap (0,2,1) for (0,1,4): spanning, not minimum
     assert check(heavier)["minimum (cycle property)"] > 0
+
+
+def star(n):
+    return np.zeros(n - 1, np.int32), np.arange(1, n, dtype=np.int32), n
+
+
+def path_beside_a_dense_core(n, core=150, chords=12000):
+    """A dense core of `core` vertices (bottom-up pays there) with a path of n - core vertices
+    hanging from vertex 0 (top-down again)."""
+    rng = np.random.default_rng(6)
+    path = np.arange(core, n, dtype=np.int32)
+    src = np.concatenate([rng.integers(0, core, chords), [0], path[:-1]]).astype(np.int32)
+    dst = np.concatenate([rng.integers(0, core, chords), [core], path[1:]]).astype(np.int32)
+    return src, dst, n
+
+
+def two_stars_with_loops_and_twins(n):
+    half = n // 2
+    src = np.concatenate([np.zeros(half - 2), np.ones(n - half), [0, 0, 5, 5]]).astype(np.int32)
+    dst = np.concatenate([np.arange(2, half), np.arange(half, n), [1, 1, 5, 5]]).astype(np.int32)
+    return src, dst, n
+
+
+@pytest.mark.parametrize("shape, sources", [
+    (lambda: star(4000), [0]), (lambda: star(4000), [7]), (lambda: star(4000), [7, 9, 0]),
+    (lambda: path_beside_a_dense_core(2500), [2499]), (lambda: path_beside_a_dense_core(2500), [5]),
+    (lambda: two_stars_with_loops_and_twins(5000), [4]), (lambda: two_stars_with_loops_and_twins(5000), [4, 3000, 5]),
+], ids=["star-from-the-centre", "star-from-a-leaf", "star-from-leaves-and-centre", "path-end-into-a-core",
+        "core-out-along-a-path", "two-stars", "two-stars-several-sources"])
+@pytest.mark.parametrize("directed, limit", [(False, None), (True, None), (False, 2), (True, 1)])
+def test_direction_switching_searches_equal_the_queue_bfs(shape, sources, directed, limit):
+    src, dst, n = shape()
+    result = bfs(build_graph(edge_list(src, dst, None, n), directed), sources, limit)
+    assert result.distance.tolist() == serial_bfs(n, src, dst, sources, directed, limit).tolist()
+    report = verify_bfs(src, dst, n, sources, result.distance, result.predecessor, directed, limit)
+    assert not any(report.values()), report
+
+
+def test_the_shapes_above_do_switch_direction():
+    """A star's leaf goes top-down then bottom-up; the core goes bottom-up and back top-down
+    along the path."""
+    steps = bfs(build_graph(edge_list(*star(4000)[:2], None, 4000), False), [7]).steps
+    assert steps[0] == "top-down" and "bottom-up" in steps, steps
+    src, dst, n = path_beside_a_dense_core(2500)
+    steps = bfs(build_graph(edge_list(src, dst, None, n), False), [5]).steps
+    assert "top-down" in steps[steps.index("bottom-up"):], steps

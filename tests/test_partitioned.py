@@ -5,19 +5,25 @@ components, read from a dataset of several files and row groups. Predecessors ar
 Graph500's rules against the one-partition numbering. A dataset the one-partition reader reads
 (uint64 beside signed ids, narrow weights, a skipped README) gives its results, types included;
 bad input gets its messages. Then: both output layouts and replacing an output, bad input on
-one rank, a rank killed mid-run, and the Prefect task on Dask workers."""
+one rank, a rank killed mid-run, and the Prefect task on Dask workers. Last, edge cases that a
+partitioned run could break on its own, against the serial references of tests/references.py
+(Kruskal under the order (weight, input row), a queue BFS, parents checked as valid): ties
+between 0.0 and -0.0 across the ranks' shares, a file without row groups between two, ranks
+whose vertex ranges meet inside a word of the bottom-up frontier bitmap, ranks that own no
+vertex or read no arc, extreme id and weight types differing by file, and a rerun with fewer
+partitions and source sets. The cluster is tests/conftest.py's `cpu_cluster`."""
 import logging
 import math
 import os
 import re
 import signal
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from distributed import Client, LocalCluster
 from distributed.diagnostics.plugin import WorkerPlugin
 from scipy.sparse import csgraph, csr_matrix
 
@@ -28,18 +34,10 @@ from kernels.verify import verify_bfs
 from tasks.errors import DeviceMemoryError, InputError
 from tasks.partitioned.driver import PartitionFailed, choose_partitions, count_partitions, run_partitioned
 from tests.conftest import REAL_GRAPHS, realgraphs_dir
-from tests.references import scipy_msf_weight
+from tests.helpers import listing, write_edges
+from tests.references import assert_distances, assert_forest, kruskal_rows, queue_bfs, scipy_msf_weight
 
 DIRECTED = {"rome99", "email_eu_core"}  # road arcs and e-mails have a direction
-
-
-@pytest.fixture(scope="module")
-def client():
-    # the CPU rank program and its TCP collectives, on a GPU machine too: the workers compute on
-    # NumPy, as a CPU cluster's workers do (tests/test_partitioned_gpu.py runs the NCCL ranks)
-    with LocalCluster(n_workers=3, threads_per_worker=1, dashboard_address=None,
-                      env={"GRAPH_BACKEND": "numpy"}) as cluster, Client(cluster) as c:
-        yield c
 
 
 def read_columns(path: Path):
@@ -452,3 +450,173 @@ def test_the_prefect_task_runs_the_ranks_on_the_flows_dask_workers(client, tmp_p
     assert auto == 1  # on the CPU, auto keeps one partition
     assert summary["partitions"] == 3 and summary["reached"][0] > 0
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["bfs_distances.parquet", "mst_edges.parquet"]
+
+
+def zero_weights_of_both_signs(directory: Path):
+    """Ties between 0.0 and -0.0 across the ranks' shares: one weight, so the input row decides."""
+    src = [0, 1, 0, 2, 1, 2, 3, 3]
+    dst = [1, 2, 2, 0, 0, 1, 0, 3]
+    pq.write_table(pa.table({"src": pa.array(src, pa.int64()), "dst": pa.array(dst, pa.int64()),
+                             "weight": [0.0, -0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 0.0]}), directory / "g.parquet",
+                   row_group_size=3)
+    return src, dst, [0]
+
+
+def a_file_without_row_groups_between_two(directory: Path):
+    """A dataset of three files, the middle one with no row group at all, row groups of 1 and 2."""
+    first = pa.table({"src": pa.array([0, 1], pa.int64()), "dst": pa.array([1, 2], pa.int64()), "weight": [1.0, 1.0]})
+    last = pa.table({"src": pa.array([2, 3, 4], pa.int64()), "dst": pa.array([3, 4, 0], pa.int64()),
+                     "weight": [1.0, 1.0, 0.5]})
+    pq.write_table(first, directory / "part-0.parquet", row_group_size=1)
+    pq.ParquetWriter(directory / "part-1.parquet", first.schema).close()
+    pq.write_table(last, directory / "part-2.parquet", row_group_size=2)
+    return [0, 1, 2, 3, 4], [1, 2, 3, 4, 0], [4]
+
+
+def frontier_bitmap_words_shared_by_ranks(directory: Path):
+    """65 vertices (ids 2**40 apart): the ranks' vertex ranges meet inside a 32-bit word of the
+    bottom-up frontier bitmap; a hub makes the search go bottom-up at once."""
+    rng = np.random.default_rng(4)
+    n = 65
+    src = [0] * n + rng.integers(0, n, 6 * n).tolist()
+    dst = list(range(n)) + rng.integers(0, n, 6 * n).tolist()
+    ids = [v * 2**40 - 5 for v in range(n)]
+    src, dst = [ids[v] for v in src], [ids[v] for v in dst]
+    weight = rng.integers(0, 4, len(src)).astype(float)
+    pq.write_table(pa.table({"src": pa.array(src, pa.int64()), "dst": pa.array(dst, pa.int64()), "weight": weight}),
+                   directory / "g.parquet", row_group_size=50)
+    return src, dst, [ids[0], ids[7]]
+
+
+@pytest.mark.parametrize("graph", [zero_weights_of_both_signs, a_file_without_row_groups_between_two,
+                                   frontier_bitmap_words_shared_by_ranks])
+@pytest.mark.parametrize("partitions,layout,directed,limit", [(2, "file", False, None), (3, "dataset", True, 2)])
+def test_partitioned_results_equal_the_serial_references(client, tmp_path, graph, partitions, layout, directed,
+                                                         limit):
+    data = tmp_path / "data"
+    data.mkdir()
+    src, dst, sources = graph(data)
+    inputs = [pq.read_table(f) for f in sorted(data.iterdir())]
+    weight = [w for t in inputs for w in t["weight"].to_pylist()]
+    run_partitioned(str(data), str(tmp_path / "out"), partitions, source=[str(s) for s in sources],
+                    directed=directed, depth_limit=limit, output_layout=layout, client=client)
+    assert_forest(tmp_path / "out" / "mst_edges.parquet", src, dst, weight)
+    assert_distances(tmp_path / "out" / "bfs_distances.parquet", src, dst, sources, directed, limit)
+
+
+def owned_by(rank: int, size: int, count: int) -> list[int]:
+    """``count`` ids that the partitioned renumbering sends to ``rank`` of ``size`` (its hash)."""
+    from kernels.partitioned import _hash_owner
+
+    candidates = np.arange(10_000, dtype=np.int64)
+    return candidates[_hash_owner(candidates, size) == rank][:count].tolist()
+
+
+def partitioned_case(files, src, dst, weight, sets, id_type=pa.int64(), weight_type=pa.float64(), owned=None) -> dict:
+    """A partitioned case: the files (table, row-group size), the edge list as Python values
+    (exact weights), the source sets, the result's types, and the vertices each rank owns."""
+    return dict(files=files, src=src, dst=dst, weight=weight, sets=sets, id_type=id_type, weight_type=weight_type,
+                owned=owned)
+
+
+def every_id_owned_by_the_middle_rank():
+    """Ranks 0 and 2 of 3 own no vertex but read a third of the rows each; ties everywhere."""
+    ids = owned_by(1, 3, 40)
+    rng = np.random.default_rng(8)
+    src, dst = rng.choice(ids, 200).tolist(), rng.choice(ids, 200).tolist()
+    weight = rng.integers(0, 3, 200).astype(float).tolist()
+    table = pa.table({"src": pa.array(src, pa.int64()), "dst": pa.array(dst, pa.int64()), "weight": weight})
+    return partitioned_case([(table, 17)], src, dst, weight, [[src[0], src[0], dst[5]], [dst[-1]]], owned=[0, 40, 0])
+
+
+def uint64_ids_near_2_pow_64_and_int64_weights_beyond_2_pow_53():
+    """Ids 2**64 - 1 - k, three files of 1, 4 and 2 row groups; int64 weights that float64 holds
+    exactly (low bits zero) and that tie across the ranks' shares; self-loops and parallel edges
+    whose copies lie in different ranks' shares."""
+    top = 2**64 - 1
+    src = [top, top - 1, top - 2, top, top - 3, top - 3, top - 1, top, top - 2, top - 4, top - 4, top - 1]
+    dst = [top - 1, top - 2, top, top - 1, top - 3, top, top - 2, top - 1, top - 2, top - 3, top - 4, top - 4]
+    weight = [2**60, 2**60, 2**60 + 256, 2**60, 2**62, -(2**63), 2**60, 2**60 - 256, 5, 2**60, 0, 2**60]
+    table = pa.table({"src": pa.array(src, pa.uint64()), "dst": pa.array(dst, pa.uint64()),
+                      "weight": pa.array(weight, pa.int64())})
+    files = [(table.slice(0, 2), 2), (table.slice(2, 7), 2), (table.slice(9), 2)]
+    return partitioned_case(files, src, dst, weight, [[top - 4, top - 4], [top]], id_type=pa.uint64())
+
+
+def one_rank_reads_every_edge_that_is_not_a_self_loop():
+    """The first two thirds of the rows are self-loops: ranks 0 and 1 read no arc at all."""
+    loops = list(range(20)) * 2
+    src, dst = loops + [0, 1, 2, 3, 4, 5, 0, 7, 8, 9], loops + [1, 2, 3, 4, 5, 0, 3, 8, 9, 7]
+    weight = [0.5] * 40 + [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0, 2.0, 2.0, 2.0]
+    table = pa.table({"src": pa.array(src, pa.int64()), "dst": pa.array(dst, pa.int64()), "weight": weight})
+    return partitioned_case([(table, 7)], src, dst, weight, [[0], [19, 7]])
+
+
+def id_and_weight_types_differing_by_file():
+    """int8 ids and float16 weights; dictionary-encoded uint16 ids and float32 weights; int32
+    ids and dictionary-encoded float32 weights: int32 ids and float32 weights come out."""
+    src, dst = [-128, 127, 0, 300, 65535, 70000, -5], [127, 0, -128, 65535, 127, 300, 70000]
+    weight = [0.5, 0.25, 0.5, 1.5, 0.25, 2.0, 2.0]  # exact in float16
+    files = [(pa.table({"src": pa.array(src[:3], pa.int8()), "dst": pa.array(dst[:3], pa.int8()),
+                        "weight": pa.array(np.array(weight[:3], np.float16))}), 1),
+             (pa.table({"src": pa.array(src[3:5], pa.uint16()).dictionary_encode(),
+                        "dst": pa.array(dst[3:5], pa.uint16()).dictionary_encode(),
+                        "weight": pa.array(weight[3:5], pa.float32())}), 1),
+             (pa.table({"src": pa.array(src[5:], pa.int32()), "dst": pa.array(dst[5:], pa.int32()),
+                        "weight": pa.array(weight[5:], pa.float32()).dictionary_encode()}), 1)]
+    return partitioned_case(files, src, dst, weight, [[-128], [70000, 0]], id_type=pa.int32(), weight_type=pa.float32())
+
+
+PARTITIONED_CASES = [every_id_owned_by_the_middle_rank, uint64_ids_near_2_pow_64_and_int64_weights_beyond_2_pow_53,
+                     one_rank_reads_every_edge_that_is_not_a_self_loop, id_and_weight_types_differing_by_file]
+
+
+@pytest.mark.parametrize("make", PARTITIONED_CASES, ids=[c.__name__ for c in PARTITIONED_CASES])
+@pytest.mark.parametrize("layout, directed, limit", [("dataset", False, None), ("file", True, 1)])
+def test_partitioned_runs_equal_the_references(client, tmp_path, make, layout, directed, limit):
+    c = make()
+    src, dst, weight, sets = c["src"], c["dst"], c["weight"], c["sets"]
+    data = tmp_path / "data"
+    data.mkdir()
+    for k, (table, row_group_size) in enumerate(c["files"]):
+        pq.write_table(table, data / f"part-{k}.parquet", row_group_size=row_group_size)
+    out = tmp_path / "out"
+    summary = run_partitioned(str(data), str(out), 3, source_sets=[[str(s) for s in ids] for ids in sets],
+                              directed=directed, depth_limit=limit, output_layout=layout, client=client)
+    # the forest: Kruskal's rows under (exact weight, row), each weight as float64 (or float32) holds it
+    rows = kruskal_rows(src, dst, weight)
+    forest = pq.read_table(out / "mst_edges.parquet")
+    assert list(zip(forest["src"].to_pylist(), forest["dst"].to_pylist(), forest["weight"].to_pylist())) == \
+        [(src[i], dst[i], float(weight[i])) for i in rows]
+    assert (forest.schema.field("src").type, forest.schema.field("weight").type) == (c["id_type"], c["weight_type"])
+    exact = sum(Fraction(weight[i]) for i in rows)
+    assert abs(Fraction(summary["forest_weight"]) - exact) <= abs(exact) / 2**40
+    vertices = len(set(src) | set(dst))
+    assert (summary["vertices"], summary["forest_edges"], summary["components"], summary["self_loops"]) == \
+        (vertices, len(rows), vertices - len(rows), sum(a == b for a, b in zip(src, dst)))
+    for k, ids in enumerate(sets):
+        found = out / f"source-set-{k}" / "bfs_distances.parquet"
+        assert_distances(found, src, dst, ids, directed, limit)
+        expected, _ = queue_bfs(src, dst, ids, directed, limit)
+        assert summary["reached"][k] == sum(d is not None for d in expected.values())
+    if c["owned"] is not None and layout == "dataset":  # the case is what its name says
+        parts = sorted((out / "source-set-0" / "bfs_distances.parquet").iterdir())
+        assert [pq.ParquetFile(p).metadata.num_rows for p in parts] == c["owned"]
+
+
+def test_a_partitioned_rerun_with_fewer_partitions_and_sets_leaves_no_stale_part(client, tmp_path):
+    """Three partitions and three source sets as datasets, then two partitions and one set: a
+    dataset reader of OUTPUT must find two parts of one set, no third part or second set."""
+    n = 40
+    src, dst = list(range(n)), [(i + 1) % n for i in range(n)]
+    graph = write_edges(tmp_path / "g.parquet", src, dst, [1.0] * n)
+    out = tmp_path / "out"
+    run_partitioned(str(graph), str(out), 3, source_sets=[["0"], ["1"], ["2"]], forest=False,
+                    weight_col=None, output_layout="dataset", client=client)
+    assert len(os.listdir(out / "source-set-2" / "bfs_distances.parquet")) == 3
+    run_partitioned(str(graph), str(out), 2, source_sets=[["5"]], forest=False, weight_col=None,
+                    output_layout="dataset", client=client)
+    assert listing(out) == ["source-set-0", "source-set-0/bfs_distances.parquet",
+                            "source-set-0/bfs_distances.parquet/part-00000.parquet",
+                            "source-set-0/bfs_distances.parquet/part-00001.parquet"]
+    assert_distances(out / "source-set-0" / "bfs_distances.parquet", src, dst, [5])

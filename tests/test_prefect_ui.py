@@ -19,6 +19,7 @@ from flows.pipeline import pipeline_flow
 from kernels.msf import MSFResult
 from tasks import graph_tasks, report
 from tests.conftest import ROOT, realgraphs_dir
+from tests.helpers import artifacts_of, table_rows, write_seed
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -32,16 +33,6 @@ def api(path: str, body=None):
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
-
-
-def artifacts_of(flow_run_id) -> list[dict]:
-    found = api("/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [str(flow_run_id)]}}})
-    return sorted(found, key=lambda a: a["created"])
-
-
-def table_rows(artifact: dict) -> list[tuple[str, str]]:
-    data = json.loads(artifact["data"]) if isinstance(artifact["data"], str) else artifact["data"]
-    return [(row["quantity"], row["value"]) for row in data]
 
 
 def test_summary_artifact_is_the_flow_runs_own_readable_table(tmp_path):
@@ -192,3 +183,31 @@ def test_task_runs_are_named_after_what_they_do(tmp_path):
     assert sorted(run["name"] for run in runs) == sorted([
         "load-graph", "csr", "bfs-source-set-0", "bfs-source-set-1", "validate-bfs-source-set-0",
         "validate-bfs-source-set-1", "msf", "validate-msf", "write"])
+
+
+def levels_table(markdown: str) -> list[tuple[str, int]]:
+    """(levels, frontier) of each row of a bfs-levels table."""
+    rows = [line.split("|")[1:-1] for line in markdown.splitlines() if line.startswith("| ") and "---" not in line]
+    return [(cells[0].strip(), int(cells[2].strip().replace(",", ""))) for cells in rows[1:]]
+
+
+def test_a_partitioned_run_publishes_each_searchs_levels(tmp_path, monkeypatch):
+    """Each search publishes a `bfs-levels` table (level, direction, frontier size and seconds
+    per level), keyed by the set's number with `--source-set`, and the log has one line per
+    stage with its counts and seconds (`BFS source set 0: 6 levels: ...`), whatever the number
+    of partitions. A partitioned run used to publish only its summary and validation reports: its searches' levels,
+    which every rank records, reached neither the page nor the log."""
+    from flows.pipeline import pipeline_flow
+
+    monkeypatch.setenv("GRAPH_BACKEND", "numpy")
+    graph = str(write_seed(tmp_path / "g.parquet"))
+    sets = [["0"], ["5", "1"]]
+    tables = {}
+    for partitions in (1, 2):
+        state = pipeline_flow(graph, source_sets=sets, output=str(tmp_path / f"out{partitions}"),
+                              partitions=partitions, return_state=True)
+        assert state.is_completed(), state.message
+        found = {a["key"]: a["data"] for a in artifacts_of(state.state_details.flow_run_id)}
+        tables[partitions] = {k: levels_table(found[f"bfs-levels-source-set-{k}"]) for k in range(len(sets))}
+    # the frontier of each level is the same set of vertices however the graph is split
+    assert tables[2] == tables[1] and all(tables[1].values()), tables

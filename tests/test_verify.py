@@ -10,7 +10,11 @@ from scipy.sparse import csgraph
 
 from kernels import backend as be
 from kernels import verify
+from kernels.bfs import bfs
+from kernels.graph import build_graph, edge_list
+from kernels.msf import minimum_spanning_forest
 from kernels.verify import kruskal, verify_bfs, verify_forest
+from tests.references import kruskal_rows, serial_bfs
 
 nx = pytest.importorskip("networkx")
 
@@ -514,3 +518,87 @@ def test_list_suffix_sums(xp, lengths):
     got = verify._list_suffix_sums(xp.asarray(successor), xp.asarray(weight), steps)
     assert np.array_equal(be.to_host(got), expected)
     assert verify.rounds["list ranking"] <= 2 * steps + verify.RULER_BITS
+
+
+def valid_bfs_answer(src, dst, n, sources, directed, limit, distance, predecessor) -> bool:
+    """Distances equal the queue BFS's, and every reached non-source has a parent one level
+    closer joined to it by an arc (sources are their own parents, unreached vertices have none)."""
+    expected = serial_bfs(n, src, dst, sources, directed, limit)
+    if distance.tolist() != expected.tolist():
+        return False
+    arcs = set(zip(src.tolist(), dst.tolist())) | (set() if directed else set(zip(dst.tolist(), src.tolist())))
+    for v in range(n):
+        p = int(predecessor[v])
+        if expected[v] < 0 or expected[v] == 0:
+            if p != (-1 if expected[v] < 0 else v):
+                return False
+        elif not (0 <= p < n and expected[p] == expected[v] - 1 and (p, v) in arcs):
+            return False
+    return True
+
+
+def valid_forest(src, dst, weight, n, chosen) -> bool:
+    """Distinct rows, no self-loop, no cycle (union-find), as many edges and as light as Kruskal's."""
+    if len(set(chosen)) != len(chosen) or any(not 0 <= e < len(src) for e in chosen):
+        return False
+    parent = list(range(n))
+
+    def root(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for e in chosen:
+        a, b = root(int(src[e])), root(int(dst[e]))
+        if a == b:
+            return False
+        parent[a] = b
+    best = kruskal_rows(src.tolist(), dst.tolist(), weight.tolist())
+    return len(chosen) == len(best) and sorted(weight[chosen].tolist()) == sorted(weight[best].tolist())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mutated_answers_are_refused_exactly_when_wrong(seed):
+    """Random small multigraphs (self-loops, twins, ties, float32 and float64), directed or not,
+    depth-limited or not, several sources; each correct answer is mutated at random and the
+    verifier must report a violation exactly when an independent check finds the answer wrong."""
+    rng = np.random.default_rng(seed)
+    shown = {"bfs": 0, "forest": 0}
+    for _ in range(150):
+        n, m = int(rng.integers(1, 10)), int(rng.integers(0, 20))
+        src, dst = rng.integers(0, n, m).astype(np.int32), rng.integers(0, n, m).astype(np.int32)
+        weight = rng.integers(-1, 3, m).astype(rng.choice([np.float32, np.float64]))
+        directed, limit = bool(rng.integers(0, 2)), (None if rng.random() < 0.5 else int(rng.integers(0, 3)))
+        sources = rng.integers(0, n, int(rng.integers(1, 3)))
+        search = bfs(build_graph(edge_list(src, dst, None, n), directed), sources, limit)
+        for _ in range(4):
+            distance, predecessor = search.distance.copy(), search.predecessor.copy()
+            v, u = rng.integers(0, n, 2)
+            kind = int(rng.integers(0, 4))
+            if kind == 0:
+                distance[v] = max(-1, distance[v] + int(rng.choice([-2, -1, 1, 2])))
+            elif kind == 1:
+                predecessor[v] = int(rng.integers(-1, n))
+            elif kind == 2:
+                distance[v], predecessor[v] = int(rng.integers(-1, 4)), int(rng.integers(-1, n))
+            else:
+                distance[[v, u]], predecessor[[v, u]] = distance[[u, v]], predecessor[[u, v]]
+            report = verify_bfs(src, dst, n, sources, distance, predecessor, directed, limit)
+            wrong = not valid_bfs_answer(src, dst, n, sources, directed, limit, distance, predecessor)
+            assert any(report.values()) == wrong, (src, dst, sources, directed, limit, distance, predecessor, report)
+            shown["bfs"] += wrong
+        forest = minimum_spanning_forest(edge_list(src, dst, weight, n)).edges.tolist()
+        for _ in range(4):
+            chosen = list(forest)
+            kind = int(rng.integers(0, 3))
+            if kind == 0 and chosen:
+                chosen.pop(int(rng.integers(0, len(chosen))))
+            elif kind == 1 and m:
+                chosen.append(int(rng.integers(0, m)))
+            elif m and chosen:
+                chosen[int(rng.integers(0, len(chosen)))] = int(rng.integers(0, m))
+            report = verify_forest(src, dst, weight, n, np.array(chosen, dtype=np.int64))
+            wrong = not valid_forest(src, dst, weight, n, chosen)
+            assert any(report.values()) == wrong, (src, dst, weight, chosen, forest, report)
+            shown["forest"] += wrong
+    assert shown["bfs"] > 100 and shown["forest"] > 100, shown

@@ -1,0 +1,79 @@
+"""What several test files need: running a command in-process, writing edge files, reading a
+folder's state and a flow run's artifacts back. No assertions here; each test states its own."""
+import json
+import os
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tests.conftest import SEED_EDGES
+
+# A 4-cycle with a chord, weighted: a forest of 3 edges
+EDGES = pa.table({"src": pa.array([0, 1, 2, 3, 0], pa.int64()), "dst": pa.array([1, 2, 3, 0, 2], pa.int64()),
+                  "weight": pa.array([1.0, 1.0, 2.0, 1.0, 0.5])})
+
+
+def run(main, argv, capsys):
+    """A command's main() in this process: (exit code, stdout, stderr); argv items may be paths."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write_edges(path: Path, src, dst, weight=None, **options) -> Path:
+    """One edge file: Python lists take Arrow's inferred type (int64 ids, float64 weights), Arrow
+    arrays keep theirs; no weight column when ``weight`` is None. ``options`` go to
+    pyarrow.parquet.write_table. Missing folders are made."""
+    columns = {"src": src, "dst": dst, **({"weight": weight} if weight is not None else {})}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns), path, **options)
+    return path
+
+
+def write_seed(path: Path) -> Path:
+    """The seed graph (tests/conftest.py SEED_EDGES): int64 ids, float64 weights."""
+    src, dst, weight = zip(*SEED_EDGES)
+    return write_edges(path, pa.array(src, pa.int64()), pa.array(dst, pa.int64()), pa.array(weight, pa.float64()))
+
+
+def ring(path: Path, n: int) -> Path:
+    """A cycle of n vertices: n distance rows, a forest of n - 1 edges."""
+    return write_edges(path, list(range(n)), [(i + 1) % n for i in range(n)], [1.0] * n)
+
+
+def random_edges(seed=3, n=30, m=120):
+    """(src, dst, weight) lists: m random edges over n vertices, integer-valued weights 0..3 (ties)."""
+    rng = np.random.default_rng(seed)
+    return (rng.integers(0, n, m).tolist(), rng.integers(0, n, m).tolist(), rng.integers(0, 4, m).astype(float).tolist())
+
+
+def listing(path: Path) -> list[str]:
+    """Every path below ``path``, relative to it, sorted."""
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+def contents(path: Path) -> dict:
+    """Every path below ``path`` with its bytes (None for folders and links): to compare a
+    folder before and after a run."""
+    return {str(p.relative_to(path)): p.read_bytes() if p.is_file() and not p.is_symlink() else None
+            for p in path.rglob("*")}
+
+
+def artifacts_of(flow_run_id) -> list[dict]:
+    """A flow run's artifacts as the server's API returns them, in the order created."""
+    request = urllib.request.Request(
+        f"{os.environ['PREFECT_API_URL']}/artifacts/filter", method="POST",
+        data=json.dumps({"artifacts": {"flow_run_id": {"any_": [str(flow_run_id)]}}}).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return sorted(json.loads(response.read()), key=lambda a: a["created"])
+
+
+def table_rows(artifact: dict) -> list[tuple[str, str]]:
+    """(quantity, value) of each row of a summary table artifact."""
+    data = json.loads(artifact["data"]) if isinstance(artifact["data"], str) else artifact["data"]
+    return [(row["quantity"], row["value"]) for row in data]
