@@ -430,9 +430,8 @@ def test_the_forest_weight_reported_is_the_exact_sum_rounded(tmp_path, capsys, w
 def test_the_summary_line_writes_a_large_weight_as_the_counts_beside_it(tmp_path, capsys):
     """'forest of 114,598 edges, weight 1.18639e+06': a weight of a million was printed in
     scientific notation beside counts with thousands separators; and one of anything is singular."""
-    path = write(tmp_path / "p.parquet", src=pa.array([0, 1]), dst=pa.array([1, 2]),
-                 weight=pa.array([1_000_000.25, 186_390.5]))
-    code, out, err = run(mst_cli.main, [path, "--output", str(tmp_path / "o")], capsys)
+    path = write_edges(tmp_path / "p.parquet", [0, 1], [1, 2], [1_000_000.25, 186_390.5])
+    code, out, err = run(mst_cli.main, [str(path), "--output", str(tmp_path / "o")], capsys)
     assert code == 0, err
     assert "forest of 2 edges, weight 1,186,391, 1 component;" in out, out
 
