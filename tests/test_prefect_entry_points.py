@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.error
 
 import networkx as nx
 import pyarrow.parquet as pq
@@ -30,7 +31,12 @@ def seed_distances(sources) -> dict:
 def wait_for(predicate, what: str, seconds: float = 180, process=None, log=None):
     deadline = time.monotonic() + seconds
     while True:
-        value = predicate()
+        try:
+            value = predicate()
+        except urllib.error.HTTPError as exc:  # a server still starting its services answers 503
+            if exc.code < 500:
+                raise
+            value = None
         if value:
             return value
         if process is not None and process.poll() is not None:
