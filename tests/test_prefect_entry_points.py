@@ -54,7 +54,8 @@ def deployment_id(url, name):
 def run_deployment(url, name, parameters) -> dict:
     """Create a run of deployment NAME through the API and wait until it is terminal."""
     dep = wait_for(lambda: deployment_id(url, name), f"deployment {name} registered")
-    run = api(url, f"/deployments/{dep}/create_flow_run", {"parameters": parameters})
+    run = wait_for(lambda: api(url, f"/deployments/{dep}/create_flow_run", {"parameters": parameters}),
+                   f"a run of {name} created")
     return wait_for(lambda: (r := api(url, f"/flow_runs/{run['id']}"))["state"]["type"] in TERMINAL and r,
                     f"flow run of {name} finished", seconds=300)
 
