@@ -16,16 +16,21 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
 
+def start_mst(tmp_path, scale: int, seed: int, out, runner: str) -> subprocess.Popen:
+    """`python -m flows.mst` on a Kronecker graph, verbose, its log readable line by line."""
+    src, dst, weight = kronecker(np, scale, seed=seed)
+    graph = tmp_path / "kron.parquet"
+    pq.write_table(pa.table({"src": src, "dst": dst, "weight": weight}), graph)
+    return subprocess.Popen([sys.executable, "-m", "flows.mst", str(graph), "--output", str(out), "--runner", runner,
+                             "--verbose"], cwd=ROOT, env={**os.environ, "PREFECT_LOGGING_LEVEL": "INFO"},
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
 @pytest.mark.parametrize("runner", ["threads", "dask"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_after_the_read_stops_the_run_before_any_later_stage(tmp_path, runner, signum):
-    src, dst, weight = kronecker(np, 16, seed=3)
-    graph = tmp_path / "kron.parquet"
-    pq.write_table(pa.table({"src": src, "dst": dst, "weight": weight}), graph)
     out = tmp_path / "out"
-    run = subprocess.Popen([sys.executable, "-m", "flows.mst", str(graph), "--output", str(out), "--runner", runner,
-                            "--verbose"], cwd=ROOT, env={**os.environ, "PREFECT_LOGGING_LEVEL": "INFO"},
-                           text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run = start_mst(tmp_path, 16, 3, out, runner)
     for line in run.stderr:
         if "read 1,048,576 edges" in line:
             run.send_signal(signum)
@@ -58,13 +63,8 @@ def test_a_stopped_command_leaves_its_flow_run_cancelled_on_the_server(tmp_path,
     """The run was Running on the server for good once the command had exited 130 (the task in
     hand outlived the watchdog's grace, and the command runs without a heartbeat): the command
     now marks it Cancelled, naming the signal, before it exits."""
-    src, dst, weight = kronecker(np, 17, seed=5)
-    graph = tmp_path / "kron.parquet"
-    pq.write_table(pa.table({"src": src, "dst": dst, "weight": weight}), graph)
     out = tmp_path / "out"
-    run = subprocess.Popen([sys.executable, "-m", "flows.mst", str(graph), "--output", str(out), "--runner", runner,
-                            "--verbose"], cwd=ROOT, env={**os.environ, "PREFECT_LOGGING_LEVEL": "INFO"},
-                           text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run = start_mst(tmp_path, 17, 5, out, runner)
     for line in run.stderr:
         if "read 2,097,152 edges" in line:  # the forest's task is in hand
             run.send_signal(signum)
