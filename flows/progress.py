@@ -26,6 +26,10 @@ from tasks import settings
 
 POLL_SECONDS = 1.0
 AFTER_SECONDS = 3.0
+# Task-run states reach the server as events, a moment after the task itself ends: when the run
+# has returned, the last stages may still read RUNNING there. The last look waits this long at
+# most for them to end, so that every stage that started gets its line.
+SETTLE_SECONDS = 3.0
 
 
 class StageLines:
@@ -43,7 +47,7 @@ class StageLines:
 
     def stop(self) -> None:
         self.done.set()
-        self.thread.join(timeout=5)
+        self.thread.join(timeout=SETTLE_SECONDS + 5)
 
     def _watch(self) -> None:
         while self.run() is None:  # (not yet running: the flow run is being created)
@@ -59,11 +63,16 @@ class StageLines:
 
         try:
             with temporary_settings(updates={PREFECT_API_URL: api}), get_client(sync_client=True) as client:
-                while True:
-                    ended = self.done.wait(POLL_SECONDS)
+                def look():
                     self._write(client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run_id]))))
-                    if ended:  # (a last look: the stages that ended since the one before)
-                        return
+
+                while not self.done.wait(POLL_SECONDS):
+                    look()
+                settled = time.monotonic() + SETTLE_SECONDS  # the run has returned: a last look
+                look()
+                while "RUNNING" in self.seen.values() and time.monotonic() < settled:
+                    time.sleep(0.2)
+                    look()
         except Exception:  # the progress lines are a courtesy: the run itself goes on without them
             return
 

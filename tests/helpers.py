@@ -9,11 +9,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tests.conftest import SEED_EDGES
+from tests.conftest import ROOT, SEED_EDGES
 
 # A 4-cycle with a chord, weighted: a forest of 3 edges
 EDGES = pa.table({"src": pa.array([0, 1, 2, 3, 0], pa.int64()), "dst": pa.array([1, 2, 3, 0, 2], pa.int64()),
                   "weight": pa.array([1.0, 1.0, 2.0, 1.0, 0.5])})
+
+
+def child_pythonpath() -> str:
+    """PYTHONPATH for a command run as a subprocess: the checkout first, then the caller's own
+    path (where a machine keeps packages outside site-packages, e.g. a GPU node's /tmp/site)."""
+    return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
 
 def run(main, argv, capsys):

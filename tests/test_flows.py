@@ -21,7 +21,7 @@ from flows.pipeline import pipeline_flow
 from kernels.backend import resolve
 from kernels.msf import MSFResult
 from tests.conftest import ROOT, realgraphs_dir
-from tests.helpers import artifacts_of, random_edges, run, table_rows, write_edges, write_seed
+from tests.helpers import artifacts_of, child_pythonpath, random_edges, run, table_rows, write_edges, write_seed
 from tests.references import assert_distances, assert_forest, scipy_bfs_distances, scipy_msf_weight
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -208,9 +208,7 @@ def test_flow_called_from_a_script_without_main_guard_completes(tmp_path):
                       f"summary = mst_flow({str(ROOT / 'data' / 'graph.parquet')!r}, output={str(tmp_path / 'out')!r})\n"
                       "print('forest weight', summary['forest_weight'])\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GRAPH_"))}
-    # the checkout first; packages installed beside the interpreter's (a GPU node's --target) kept
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    env.update(PREFECT_HOME=str(tmp_path / "home"), PYTHONPATH=path, PREFECT_LOGGING_LEVEL="INFO")
+    env.update(PREFECT_HOME=str(tmp_path / "home"), PYTHONPATH=child_pythonpath(), PREFECT_LOGGING_LEVEL="INFO")
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -11,13 +11,14 @@ import pytest
 from kernels.backend import host_memory_available
 from kernels.footprint import HOST_BYTES_PER_EDGE, host_bytes
 from tests.conftest import ROOT
+from tests.helpers import child_pythonpath
 
 SAMPLE = str(ROOT / "data" / "graph.parquet")  # 9 edges
 
 
 def command(flow, *args, limit=None, tmp_path):
     """`python -m flows.FLOW SAMPLE ARGS` on NumPy, against the suite's server where one runs."""
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "GRAPH_BACKEND": "numpy",
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": child_pythonpath(), "GRAPH_BACKEND": "numpy",
            "PREFECT_HOME": str(tmp_path / "home"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     env.update({k: v for k, v in os.environ.items() if k in ("PREFECT_API_URL", "HOME")})
     if limit is not None:

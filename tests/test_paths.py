@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from flows import pipeline as pipeline_cli
-from tests.conftest import ROOT
-from tests.helpers import run, write_edges
+from tests.helpers import child_pythonpath, run, write_edges
 from tests.references import assert_distances, assert_forest
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -82,9 +81,8 @@ def run_from_a_removed_folder(tmp_path: Path, input: str, output: str) -> list[s
     folder = tmp_path / "removed"
     folder.mkdir()
     # the checkout first, then what the environment already has (where Prefect may be installed)
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     done = subprocess.run([sys.executable, "-c", FROM_A_REMOVED_FOLDER, str(folder), input, output],
-                          env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True, timeout=300)
+                          env={**os.environ, "PYTHONPATH": child_pythonpath()}, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.splitlines()[-2:]
 

@@ -3,7 +3,6 @@ from Python, and flow calls from Python with integer vertex ids. Each against a 
 `prefect server` on a loopback port (tests/test_deployment.py's fixture); served and deployed
 runs are triggered through the server and their state and output are read back."""
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -15,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import ROOT, SEED_EDGES
+from tests.helpers import child_pythonpath
 from tests.test_deployment import api, prefect, server, stop  # noqa: F401  (server is a fixture)
 
 SAMPLE = str(ROOT / "data" / "graph.parquet")
@@ -72,7 +72,7 @@ SERVE_SCRIPT = textwrap.dedent("""
 @pytest.mark.parametrize("how", ["flow.serve()", "prefect flow serve"])
 def test_a_served_flow_completes_runs_triggered_through_the_server(server, tmp_path, how):  # noqa: F811
     url, env = server
-    env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    env = {**env, "PYTHONPATH": child_pythonpath(),
            "GRAPH_TASK_RUNNER": "threads"}
     if how == "flow.serve()":
         script = tmp_path / "serve_mst.py"
@@ -113,7 +113,7 @@ DEPLOY_SCRIPT = textwrap.dedent("""
 @pytest.mark.server
 def test_flow_deploy_from_python_runs_on_a_process_worker_with_integer_sources(server, tmp_path):  # noqa: F811
     url, env = server
-    env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    env = {**env, "PYTHONPATH": child_pythonpath(),
            "GRAPH_TASK_RUNNER": "threads"}
     prefect(env, "work-pool", "create", "python-pool", "--type", "process")
     script = tmp_path / "deploy_bfs.py"

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import ROOT
+from tests.helpers import child_pythonpath
 
 pytestmark = pytest.mark.server
 
@@ -91,7 +92,7 @@ def test_the_readme_server_steps_work_as_written_and_undo_cleanly(tmp_path):
     # a user's shell: no Prefect or pipeline settings of the test session, this checkout importable
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GRAPH_"))}
     env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
-               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p),
+               PYTHONPATH=child_pythonpath(),
                PREFECT_HOME=str(tmp_path / "prefect-home"))
     work = tmp_path / "checkout"
     (work / "data").mkdir(parents=True)
