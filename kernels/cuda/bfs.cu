@@ -1,4 +1,5 @@
-// Breadth-first search on the GPU (driver: kernels/gpu_bfs.py; encodings: kernels/bfs.py).
+// Breadth-first search on the GPU (driver: kernels/gpu_bfs.py; encodings: kernels/bfs.py). The
+// partitioned search's per-rank steps are in bfs_partitioned.cu, which uses settle() below.
 //
 //   dist     : int [n]   hop count, -1 = unreached;   pred : int [n]  parent, a source its own
 //   visited  : unsigned [ceil(n/32)]  bit v%32 of word v/32 set once v is discovered
@@ -89,6 +90,48 @@ __device__ __forceinline__ i64* stats_slot(i64* ctl, i64 level) {
     return ctl + CTL_STATS + ST_COUNT * (level % 3);
 }
 
+// What one thread found in a step, toward the next frontier's statistics: vertices, their
+// out-arcs, the largest out-degree among them. The caller reduces them per warp or block.
+struct Found {
+    i64 count = 0, arcs = 0, largest = 0;
+    __device__ __forceinline__ void add(i64 degree) {
+        ++count;
+        arcs += degree;
+        largest = max(largest, degree);
+    }
+};
+
+// Settling a vertex: v is at `distance` with parent `parent` (`degree`: v's out-degree). One
+// thread settles a given v (the winner of v's claim, or the lane a bottom-up step gives v), so
+// plain stores suffice. Putting v in the next frontier is the caller's: each step appends its
+// own way (per lane, per warp, or as bitmap words).
+__device__ __forceinline__ void settle(int* dist, int* pred, int v, int distance, int parent, i64 degree,
+                                       Found& found) {
+    dist[v] = distance;
+    pred[v] = parent;
+    found.add(degree);
+}
+
+// Top-down from u on one thread: claims u's unvisited out-neighbours ARC_BATCH at a time and
+// settles them at `distance`; those with out-arcs are appended to `queue` through `queued` (the
+// lanes here diverge, so coalesced_append).
+template <bool L2_ONLY>
+__device__ __forceinline__ void expand_vertex(int u, int distance, const i64* out_ptr, const int* out_idx,
+                                              unsigned* visited, int* dist, int* pred, int* queue, u64* queued,
+                                              Found& found) {
+    for (i64 a = out_ptr[u], end = out_ptr[u + 1]; a < end; a += ARC_BATCH) {
+        int head[ARC_BATCH];
+        i64 degree[ARC_BATCH];
+        unsigned won = claim_batch<L2_ONLY>(out_ptr, out_idx, visited, a, end, head, degree);
+#pragma unroll
+        for (int k = 0; k < ARC_BATCH; ++k) {
+            if (!((won >> k) & 1)) continue;
+            settle(dist, pred, head[k], distance, u, degree[k], found);
+            if (degree[k] > 0) queue[coalesced_append(queued)] = head[k];
+        }
+    }
+}
+
 // Last i in [0, count) with a[i] <= t, for nondecreasing a with a[0] <= t: a 32-ary search by the
 // whole warp (each step probes 32 positions at once and keeps the pair that brackets t).
 __device__ __forceinline__ i64 warp_last_at_most(const i64* a, i64 count, i64 t) {
@@ -123,27 +166,23 @@ __global__ void bfs_init(const int* sources, int count, const i64* out_ptr, i64 
     __shared__ u64 queued;
     if (threadIdx.x == 0) queued = 0;
     __syncthreads();
-    i64 size = 0, arcs = 0, top = 0;
+    Found found;
     for (int i = threadIdx.x; i < count; i += blockDim.x) {
         int s = sources[i];
-        dist[s] = 0;
-        pred[s] = s;
-        atomicOr(&visited[s >> 5], 1u << (s & 31));
         i64 degree = out_ptr[s + 1] - out_ptr[s];
-        ++size;
-        arcs += degree;
-        top = max(top, degree);
+        settle(dist, pred, s, 0, s, degree, found);
+        atomicOr(&visited[s >> 5], 1u << (s & 31));
         if (degree > 0) queue[atomicAdd(&queued, 1ull)] = s;
     }
-    block_reduce(size, arcs, top, scratch);
+    block_reduce(found.count, found.arcs, found.largest, scratch);
     if (threadIdx.x == 0) {
         for (int k = 0; k < CTL_STATS + 3 * ST_COUNT; ++k) ctl[k] = 0;
-        ctl[CTL_UNVISITED] = total_arcs - arcs;
+        ctl[CTL_UNVISITED] = total_arcs - found.arcs;
         i64* st = stats_slot(ctl, 0);
-        st[ST_SIZE] = size;
+        st[ST_SIZE] = found.count;
         st[ST_QUEUED] = (i64)queued;
-        st[ST_ARCS] = arcs;
-        st[ST_MAXDEG] = top;
+        st[ST_ARCS] = found.arcs;
+        st[ST_MAXDEG] = found.largest;
     }
 }
 
@@ -171,35 +210,19 @@ bfs_fused(const i64* out_ptr, const int* out_idx, int* dist, int* pred, unsigned
         int* nxt = which ? queue0 : queue1;
         u64* c = counters[level % 3];
         if (threadIdx.x < ST_COUNT) counters[(level + 1) % 3][threadIdx.x] = 0;
-        i64 found = 0, arcs = 0, top = 0;
-        for (int i = threadIdx.x; i < q; i += blockDim.x) {
-            int u = cur[i];
-            for (i64 a = out_ptr[u], end = out_ptr[u + 1]; a < end; a += ARC_BATCH) {
-                int head[ARC_BATCH];
-                i64 degree[ARC_BATCH];
-                unsigned won = claim_batch<false>(out_ptr, out_idx, visited, a, end, head, degree);
-#pragma unroll
-                for (int k = 0; k < ARC_BATCH; ++k) {
-                    if (!((won >> k) & 1)) continue;
-                    int v = head[k];
-                    dist[v] = (int)level + 1;
-                    pred[v] = u;
-                    ++found;
-                    arcs += degree[k];
-                    top = max(top, degree[k]);
-                    if (degree[k] > 0) nxt[coalesced_append(&c[ST_QUEUED])] = v;
-                }
-            }
-        }
+        Found found;
+        for (int i = threadIdx.x; i < q; i += blockDim.x)
+            expand_vertex<false>(cur[i], (int)level + 1, out_ptr, out_idx, visited, dist, pred, nxt, &c[ST_QUEUED],
+                                 found);
         // one shared atomic per warp and statistic: a thousand threads on one shared word
         // would serialize
-        found = warp_sum(found);
-        arcs = warp_sum(arcs);
-        top = warp_max(top);
-        if (lane_id() == 0 && found) {
-            atomicAdd(&c[ST_SIZE], (u64)found);
-            atomicAdd(&c[ST_ARCS], (u64)arcs);
-            atomicMax(&c[ST_MAXDEG], (u64)top);
+        found.count = warp_sum(found.count);
+        found.arcs = warp_sum(found.arcs);
+        found.largest = warp_max(found.largest);
+        if (lane_id() == 0 && found.count) {
+            atomicAdd(&c[ST_SIZE], (u64)found.count);
+            atomicAdd(&c[ST_ARCS], (u64)found.arcs);
+            atomicMax(&c[ST_MAXDEG], (u64)found.largest);
         }
         __syncthreads();
         size = (i64)c[ST_SIZE];
@@ -303,7 +326,7 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
             mode = MODE_TOP_DOWN;
         }
 
-        i64 found = 0, arcs = 0, largest = 0;
+        Found found;
         if (mode == MODE_TOP_DOWN) {
             bool narrow = q <= narrow_size && top <= narrow_degree;
             streak = narrow ? streak + 1 : 0;
@@ -315,25 +338,9 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
             if (blockIdx.x == 0 && threadIdx.x == 0) steps[level] = even ? STEP_VERTEX : STEP_EDGE;
             if (even) {
                 // one thread per frontier vertex
-                for (i64 i = tid; i < q; i += threads) {
-                    int u = __ldcg(qcur + i);
-                    for (i64 a = out_ptr[u], end = out_ptr[u + 1]; a < end; a += ARC_BATCH) {
-                        int head[ARC_BATCH];
-                        i64 degree[ARC_BATCH];
-                        unsigned won = claim_batch<true>(out_ptr, out_idx, visited, a, end, head, degree);
-#pragma unroll
-                        for (int k = 0; k < ARC_BATCH; ++k) {
-                            if (!((won >> k) & 1)) continue;
-                            int v = head[k];
-                            dist[v] = (int)level + 1;
-                            pred[v] = u;
-                            ++found;
-                            arcs += degree[k];
-                            largest = max(largest, degree[k]);
-                            if (degree[k] > 0) qnxt[coalesced_append((u64*)(next + ST_QUEUED))] = v;
-                        }
-                    }
-                }
+                for (i64 i = tid; i < q; i += threads)
+                    expand_vertex<true>(__ldcg(qcur + i), (int)level + 1, out_ptr, out_idx, visited, dist, pred,
+                                        qnxt, (u64*)(next + ST_QUEUED), found);
             } else {
                 // (1) each block scans the degrees of its own run of the queue
                 i64 lo = q * blockIdx.x / gridDim.x, hi = q * (blockIdx.x + 1) / gridDim.x;
@@ -393,12 +400,8 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
                             v = out_idx[out_ptr[u] + (t - start)];
                             if (claim(visited, v)) {
                                 hit = true;
-                                dist[v] = (int)level + 1;
-                                pred[v] = u;
                                 degree = out_ptr[v + 1] - out_ptr[v];
-                                ++found;
-                                arcs += degree;
-                                largest = max(largest, degree);
+                                settle(dist, pred, v, (int)level + 1, u, degree, found);
                             }
                         }
                         bool push = hit && degree > 0;
@@ -461,11 +464,7 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
                 i64 degree = 0;
                 if (hit) {
                     degree = undirected ? in_ptr[v + 1] - in_ptr[v] : out_ptr[v + 1] - out_ptr[v];
-                    dist[v] = (int)level + 1;
-                    pred[v] = parent;
-                    ++found;
-                    arcs += degree;
-                    largest = max(largest, degree);
+                    settle(dist, pred, v, (int)level + 1, parent, degree, found);
                 }
                 unsigned reached = __ballot_sync(FULL_MASK, hit);
                 unsigned frontier = __ballot_sync(FULL_MASK, hit && degree > 0);
@@ -476,11 +475,11 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
             }
             bsel ^= 1;
         }
-        block_reduce(found, arcs, largest, scratch);
+        block_reduce(found.count, found.arcs, found.largest, scratch);
         if (threadIdx.x == 0) {
-            if (found) atomicAdd((u64*)(next + ST_SIZE), (u64)found);
-            if (arcs) atomicAdd((u64*)(next + ST_ARCS), (u64)arcs);
-            if (largest) atomicMax(next + ST_MAXDEG, largest);
+            if (found.count) atomicAdd((u64*)(next + ST_SIZE), (u64)found.count);
+            if (found.arcs) atomicAdd((u64*)(next + ST_ARCS), (u64)found.arcs);
+            if (found.largest) atomicMax(next + ST_MAXDEG, found.largest);
         }
         grid_barrier(barrier);
         ++level;

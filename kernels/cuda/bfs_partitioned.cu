@@ -1,6 +1,6 @@
 // The partitioned search's per-rank steps (driver: kernels/gpu_partitioned.py; encodings:
-// kernels/partitioned.py). Compiled after bfs.cu (kernels/cuda_source.py), whose BFS_THREADS
-// and BU_PROBES it shares.
+// kernels/partitioned.py). Compiled after bfs.cu (kernels/cuda_source.py), whose BFS_THREADS,
+// BU_PROBES, Found and settle() it shares.
 //
 // This rank owns global vertices [lo, lo + owned).
 //   in_ptr / in_idx, out_ptr / out_idx : i64 [owned+1], int [arcs]  CSR rows of the owned
@@ -37,6 +37,19 @@ __device__ __forceinline__ u64 keyed_append(u64* counters, int key) {
     return base + __popc(peers & ((1u << lane) - 1));
 }
 
+// settle() for a top-down step's owned head `local`, which several threads may want (the
+// expansion's arcs and the other ranks' proposals): a plain read skips the heads already
+// reached, and atomicCAS on the distance picks the one thread that settles it. That thread
+// sets the parent, queues the head and counts its out-arcs.
+__device__ __forceinline__ void settle_owned(int* dist, int* pred, int local, int distance, int parent,
+                                             const i64* out_ptr, int* queue, u64* counts, Found& found) {
+    if (dist[local] < 0 && atomicCAS(&dist[local], -1, distance) == -1) {
+        pred[local] = parent;
+        queue[coalesced_append(&counts[RANK_QUEUED])] = local;
+        found.add(out_ptr[local + 1] - out_ptr[local]);
+    }
+}
+
 extern "C" {
 
 // The frontier (local ids) as bits of the whole graph's bitmap (bit v % 32 of word v / 32,
@@ -65,7 +78,7 @@ bfs_rank_bottom_up(const i64* in_ptr, const int* in_idx, const i64* out_ptr, int
                    int* dist, int* pred, int level, int* queue, u64* counts) {
     const int lane = lane_id();
     const i64 groups = ((i64)owned + 31) >> 5;
-    i64 arcs = 0;
+    Found found;
     for (i64 g = thread_index() >> 5; g < groups; g += thread_count() >> 5) {
         const i64 v64 = g * 32 + lane;  // 64 bits, as in the one-GPU bottom-up step
         int v = (int)v64;
@@ -104,15 +117,11 @@ bfs_rank_bottom_up(const i64* in_ptr, const int* in_idx, const i64* out_ptr, int
                 }
             }
         }
-        if (hit) {
-            dist[v] = level + 1;
-            pred[v] = parent;
-            arcs += out_ptr[v + 1] - out_ptr[v];
-        }
+        if (hit) settle(dist, pred, v, level + 1, parent, out_ptr[v + 1] - out_ptr[v], found);
         u64 slot = warp_append(&counts[RANK_QUEUED], hit);
         if (hit) queue[slot] = v;
     }
-    add_arcs(counts, arcs);
+    add_arcs(counts, found.arcs);
 }
 
 // Top-down step, expansion. One thread per arc of the frontier: `offsets` (count + 1 entries)
@@ -128,7 +137,7 @@ bfs_rank_top_down(const i64* out_ptr, const int* out_idx, const int* frontier, i
                   int lo, int owned, int* dist, int* pred, int level, unsigned* proposed, int* queue,
                   const i64* bounds, int size, const i64* region, i64* remote, u64* counts) {
     const i64 total = offsets[count];
-    i64 arcs = 0;
+    Found found;
     for (i64 i = thread_index(); i < total; i += thread_count()) {
         int first = 0, past = count;  // offsets[first] <= i < offsets[past]
         while (past - first > 1) {
@@ -141,11 +150,7 @@ bfs_rank_top_down(const i64* out_ptr, const int* out_idx, const int* frontier, i
         int parent = lo + u;
         int local = v - lo;
         if (local >= 0 && local < owned) {
-            if (dist[local] < 0 && atomicCAS(&dist[local], -1, level + 1) == -1) {
-                pred[local] = parent;
-                queue[coalesced_append(&counts[RANK_QUEUED])] = local;
-                arcs += out_ptr[local + 1] - out_ptr[local];
-            }
+            settle_owned(dist, pred, local, level + 1, parent, out_ptr, queue, counts, found);
         } else {
             unsigned bit = 1u << (v & 31);
             if (!(proposed[v >> 5] & bit) && !(atomicOr(&proposed[v >> 5], bit) & bit)) {
@@ -159,7 +164,7 @@ bfs_rank_top_down(const i64* out_ptr, const int* out_idx, const int* frontier, i
             }
         }
     }
-    add_arcs(counts, arcs);
+    add_arcs(counts, found.arcs);
 }
 
 // The proposals other ranks sent this rank (head << 32 | parent, heads owned here): the first to
@@ -167,17 +172,12 @@ bfs_rank_top_down(const i64* out_ptr, const int* out_idx, const int* frontier, i
 __global__ void __launch_bounds__(BFS_THREADS)
 bfs_rank_accept(const i64* proposals, i64 count, const i64* out_ptr, int lo, int* dist, int* pred, int level,
                 int* queue, u64* counts) {
-    i64 arcs = 0;
+    Found found;
     for (i64 i = thread_index(); i < count; i += thread_count()) {
         i64 p = proposals[i];
-        int local = (int)(p >> 32) - lo;
-        if (dist[local] < 0 && atomicCAS(&dist[local], -1, level + 1) == -1) {
-            pred[local] = (int)(p & 0xffffffff);
-            queue[coalesced_append(&counts[RANK_QUEUED])] = local;
-            arcs += out_ptr[local + 1] - out_ptr[local];
-        }
+        settle_owned(dist, pred, (int)(p >> 32) - lo, level + 1, (int)(p & 0xffffffff), out_ptr, queue, counts, found);
     }
-    add_arcs(counts, arcs);
+    add_arcs(counts, found.arcs);
 }
 
 }  // extern "C"
