@@ -1,16 +1,17 @@
 """The CUDA source of the GPU backend as one module, and the template kernels it instantiates.
 
-kernels/cuda/common.cuh, graph.cu, bfs.cu and msf.cu are compiled together, in that order, as
-one module (one NVRTC compile, cached by CuPy under ~/.cupy/kernel_cache). Template kernels are
-named with their arguments ("msf_min_key<double,int>"): CuPy's name expressions instantiate them
-under NVRTC; for nvcc, ``for_nvcc`` appends references that instantiate the same list.
-No CuPy import here, so the compile test runs without a GPU.
+kernels/cuda/common.cuh, graph.cu, bfs.cu, bfs_partitioned.cu and msf.cu are compiled together,
+in that order, as one module (one NVRTC compile, cached by CuPy under ~/.cupy/kernel_cache); a
+file may use what the files before it define. Template kernels are named with their arguments
+("msf_min_key<double,int>"): CuPy's name expressions instantiate them under NVRTC; for nvcc,
+``for_nvcc`` appends references that instantiate the same list. No CuPy import here, so the
+compile test runs without a GPU.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-FILES = ("common.cuh", "graph.cu", "bfs.cu", "msf.cu")
+FILES = ("common.cuh", "graph.cu", "bfs.cu", "bfs_partitioned.cu", "msf.cu")
 DIRECTORY = Path(__file__).parent / "cuda"
 
 ID_TYPES = {"int32": "int", "int64": "long long", "uint64": "unsigned long long"}

@@ -200,7 +200,7 @@ def _top_down(comm, g: LocalGraph, rank_search, frontier, arcs: int, distance, p
     the first proposal per vertex in (rank, frontier order) order (on GPUs: whichever claims it
     first). Returns the owned vertices discovered (local indices) and their out-arcs."""
     own = g.own
-    if rank_search is not None:  # the GPU's (kernels.gpu_bfs.RankSearch)
+    if rank_search is not None:  # the GPU's (kernels.gpu_partitioned.RankSearch)
         remote, counts = rank_search.top_down(g.out, frontier, arcs, distance, predecessor, level)
         proposals, _ = comm.alltoallv(remote, counts)
         return rank_search.accept(proposals, distance, predecessor, level, g.out)
@@ -240,7 +240,7 @@ def _bottom_up(comm, g: LocalGraph, rank_search, frontier, arcs: int, distance, 
     on one rank either. Returns the owned vertices discovered (local indices) and their
     out-arcs."""
     own = g.own
-    if rank_search is not None:  # the GPU's (kernels.gpu_bfs.RankSearch)
+    if rank_search is not None:  # the GPU's (kernels.gpu_partitioned.RankSearch)
         words = comm.allreduce(rank_search.frontier_bitmap(frontier), "sum")
         return rank_search.bottom_up(g.inc, g.out, words, distance, predecessor, level)
     ids = frontier.astype(np.int64) + own.lo
@@ -269,7 +269,7 @@ def bfs_partitioned(comm, g: LocalGraph, sources, depth_limit: int | None = None
     predecessor[mine] = (mine + own.lo).astype(np.int32)
     rank_search = None
     if is_gpu(distance):
-        from kernels.gpu_bfs import RankSearch
+        from kernels.gpu_partitioned import RankSearch
 
         rank_search = RankSearch(own.n, own.lo, own.owned, own.bounds)
     arcs = _out_arcs(g, mine)  # the frontier's out-arcs on this rank

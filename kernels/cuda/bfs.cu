@@ -1,4 +1,5 @@
-// Breadth-first search on the GPU (driver: kernels/gpu_bfs.py; encodings: kernels/bfs.py).
+// Breadth-first search on the GPU (driver: kernels/gpu_bfs.py; encodings: kernels/bfs.py). The
+// partitioned search's per-rank steps are in bfs_partitioned.cu, which uses settle() below.
 //
 //   dist     : int [n]   hop count, -1 = unreached;   pred : int [n]  parent, a source its own
 //   visited  : unsigned [ceil(n/32)]  bit v%32 of word v/32 set once v is discovered
@@ -89,6 +90,48 @@ __device__ __forceinline__ i64* stats_slot(i64* ctl, i64 level) {
     return ctl + CTL_STATS + ST_COUNT * (level % 3);
 }
 
+// What one thread found in a step, toward the next frontier's statistics: vertices, their
+// out-arcs, the largest out-degree among them. The caller reduces them per warp or block.
+struct Found {
+    i64 count = 0, arcs = 0, largest = 0;
+    __device__ __forceinline__ void add(i64 degree) {
+        ++count;
+        arcs += degree;
+        largest = max(largest, degree);
+    }
+};
+
+// Settling a vertex: v is at `distance` with parent `parent` (`degree`: v's out-degree). One
+// thread settles a given v (the winner of v's claim, or the lane a bottom-up step gives v), so
+// plain stores suffice. Putting v in the next frontier is the caller's: each step appends its
+// own way (per lane, per warp, or as bitmap words).
+__device__ __forceinline__ void settle(int* dist, int* pred, int v, int distance, int parent, i64 degree,
+                                       Found& found) {
+    dist[v] = distance;
+    pred[v] = parent;
+    found.add(degree);
+}
+
+// Top-down from u on one thread: claims u's unvisited out-neighbours ARC_BATCH at a time and
+// settles them at `distance`; those with out-arcs are appended to `queue` through `queued` (the
+// lanes here diverge, so coalesced_append).
+template <bool L2_ONLY>
+__device__ __forceinline__ void expand_vertex(int u, int distance, const i64* out_ptr, const int* out_idx,
+                                              unsigned* visited, int* dist, int* pred, int* queue, u64* queued,
+                                              Found& found) {
+    for (i64 a = out_ptr[u], end = out_ptr[u + 1]; a < end; a += ARC_BATCH) {
+        int head[ARC_BATCH];
+        i64 degree[ARC_BATCH];
+        unsigned won = claim_batch<L2_ONLY>(out_ptr, out_idx, visited, a, end, head, degree);
+#pragma unroll
+        for (int k = 0; k < ARC_BATCH; ++k) {
+            if (!((won >> k) & 1)) continue;
+            settle(dist, pred, head[k], distance, u, degree[k], found);
+            if (degree[k] > 0) queue[coalesced_append(queued)] = head[k];
+        }
+    }
+}
+
 // Last i in [0, count) with a[i] <= t, for nondecreasing a with a[0] <= t: a 32-ary search by the
 // whole warp (each step probes 32 positions at once and keeps the pair that brackets t).
 __device__ __forceinline__ i64 warp_last_at_most(const i64* a, i64 count, i64 t) {
@@ -123,27 +166,23 @@ __global__ void bfs_init(const int* sources, int count, const i64* out_ptr, i64 
     __shared__ u64 queued;
     if (threadIdx.x == 0) queued = 0;
     __syncthreads();
-    i64 size = 0, arcs = 0, top = 0;
+    Found found;
     for (int i = threadIdx.x; i < count; i += blockDim.x) {
         int s = sources[i];
-        dist[s] = 0;
-        pred[s] = s;
-        atomicOr(&visited[s >> 5], 1u << (s & 31));
         i64 degree = out_ptr[s + 1] - out_ptr[s];
-        ++size;
-        arcs += degree;
-        top = max(top, degree);
+        settle(dist, pred, s, 0, s, degree, found);
+        atomicOr(&visited[s >> 5], 1u << (s & 31));
         if (degree > 0) queue[atomicAdd(&queued, 1ull)] = s;
     }
-    block_reduce(size, arcs, top, scratch);
+    block_reduce(found.count, found.arcs, found.largest, scratch);
     if (threadIdx.x == 0) {
         for (int k = 0; k < CTL_STATS + 3 * ST_COUNT; ++k) ctl[k] = 0;
-        ctl[CTL_UNVISITED] = total_arcs - arcs;
+        ctl[CTL_UNVISITED] = total_arcs - found.arcs;
         i64* st = stats_slot(ctl, 0);
-        st[ST_SIZE] = size;
+        st[ST_SIZE] = found.count;
         st[ST_QUEUED] = (i64)queued;
-        st[ST_ARCS] = arcs;
-        st[ST_MAXDEG] = top;
+        st[ST_ARCS] = found.arcs;
+        st[ST_MAXDEG] = found.largest;
     }
 }
 
@@ -171,35 +210,19 @@ bfs_fused(const i64* out_ptr, const int* out_idx, int* dist, int* pred, unsigned
         int* nxt = which ? queue0 : queue1;
         u64* c = counters[level % 3];
         if (threadIdx.x < ST_COUNT) counters[(level + 1) % 3][threadIdx.x] = 0;
-        i64 found = 0, arcs = 0, top = 0;
-        for (int i = threadIdx.x; i < q; i += blockDim.x) {
-            int u = cur[i];
-            for (i64 a = out_ptr[u], end = out_ptr[u + 1]; a < end; a += ARC_BATCH) {
-                int head[ARC_BATCH];
-                i64 degree[ARC_BATCH];
-                unsigned won = claim_batch<false>(out_ptr, out_idx, visited, a, end, head, degree);
-#pragma unroll
-                for (int k = 0; k < ARC_BATCH; ++k) {
-                    if (!((won >> k) & 1)) continue;
-                    int v = head[k];
-                    dist[v] = (int)level + 1;
-                    pred[v] = u;
-                    ++found;
-                    arcs += degree[k];
-                    top = max(top, degree[k]);
-                    if (degree[k] > 0) nxt[coalesced_append(&c[ST_QUEUED])] = v;
-                }
-            }
-        }
+        Found found;
+        for (int i = threadIdx.x; i < q; i += blockDim.x)
+            expand_vertex<false>(cur[i], (int)level + 1, out_ptr, out_idx, visited, dist, pred, nxt, &c[ST_QUEUED],
+                                 found);
         // one shared atomic per warp and statistic: a thousand threads on one shared word
         // would serialize
-        found = warp_sum(found);
-        arcs = warp_sum(arcs);
-        top = warp_max(top);
-        if (lane_id() == 0 && found) {
-            atomicAdd(&c[ST_SIZE], (u64)found);
-            atomicAdd(&c[ST_ARCS], (u64)arcs);
-            atomicMax(&c[ST_MAXDEG], (u64)top);
+        found.count = warp_sum(found.count);
+        found.arcs = warp_sum(found.arcs);
+        found.largest = warp_max(found.largest);
+        if (lane_id() == 0 && found.count) {
+            atomicAdd(&c[ST_SIZE], (u64)found.count);
+            atomicAdd(&c[ST_ARCS], (u64)found.arcs);
+            atomicMax(&c[ST_MAXDEG], (u64)found.largest);
         }
         __syncthreads();
         size = (i64)c[ST_SIZE];
@@ -303,7 +326,7 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
             mode = MODE_TOP_DOWN;
         }
 
-        i64 found = 0, arcs = 0, largest = 0;
+        Found found;
         if (mode == MODE_TOP_DOWN) {
             bool narrow = q <= narrow_size && top <= narrow_degree;
             streak = narrow ? streak + 1 : 0;
@@ -315,25 +338,9 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
             if (blockIdx.x == 0 && threadIdx.x == 0) steps[level] = even ? STEP_VERTEX : STEP_EDGE;
             if (even) {
                 // one thread per frontier vertex
-                for (i64 i = tid; i < q; i += threads) {
-                    int u = __ldcg(qcur + i);
-                    for (i64 a = out_ptr[u], end = out_ptr[u + 1]; a < end; a += ARC_BATCH) {
-                        int head[ARC_BATCH];
-                        i64 degree[ARC_BATCH];
-                        unsigned won = claim_batch<true>(out_ptr, out_idx, visited, a, end, head, degree);
-#pragma unroll
-                        for (int k = 0; k < ARC_BATCH; ++k) {
-                            if (!((won >> k) & 1)) continue;
-                            int v = head[k];
-                            dist[v] = (int)level + 1;
-                            pred[v] = u;
-                            ++found;
-                            arcs += degree[k];
-                            largest = max(largest, degree[k]);
-                            if (degree[k] > 0) qnxt[coalesced_append((u64*)(next + ST_QUEUED))] = v;
-                        }
-                    }
-                }
+                for (i64 i = tid; i < q; i += threads)
+                    expand_vertex<true>(__ldcg(qcur + i), (int)level + 1, out_ptr, out_idx, visited, dist, pred,
+                                        qnxt, (u64*)(next + ST_QUEUED), found);
             } else {
                 // (1) each block scans the degrees of its own run of the queue
                 i64 lo = q * blockIdx.x / gridDim.x, hi = q * (blockIdx.x + 1) / gridDim.x;
@@ -393,12 +400,8 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
                             v = out_idx[out_ptr[u] + (t - start)];
                             if (claim(visited, v)) {
                                 hit = true;
-                                dist[v] = (int)level + 1;
-                                pred[v] = u;
                                 degree = out_ptr[v + 1] - out_ptr[v];
-                                ++found;
-                                arcs += degree;
-                                largest = max(largest, degree);
+                                settle(dist, pred, v, (int)level + 1, u, degree, found);
                             }
                         }
                         bool push = hit && degree > 0;
@@ -461,11 +464,7 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
                 i64 degree = 0;
                 if (hit) {
                     degree = undirected ? in_ptr[v + 1] - in_ptr[v] : out_ptr[v + 1] - out_ptr[v];
-                    dist[v] = (int)level + 1;
-                    pred[v] = parent;
-                    ++found;
-                    arcs += degree;
-                    largest = max(largest, degree);
+                    settle(dist, pred, v, (int)level + 1, parent, degree, found);
                 }
                 unsigned reached = __ballot_sync(FULL_MASK, hit);
                 unsigned frontier = __ballot_sync(FULL_MASK, hit && degree > 0);
@@ -476,11 +475,11 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
             }
             bsel ^= 1;
         }
-        block_reduce(found, arcs, largest, scratch);
+        block_reduce(found.count, found.arcs, found.largest, scratch);
         if (threadIdx.x == 0) {
-            if (found) atomicAdd((u64*)(next + ST_SIZE), (u64)found);
-            if (arcs) atomicAdd((u64*)(next + ST_ARCS), (u64)arcs);
-            if (largest) atomicMax(next + ST_MAXDEG, largest);
+            if (found.count) atomicAdd((u64*)(next + ST_SIZE), (u64)found.count);
+            if (found.arcs) atomicAdd((u64*)(next + ST_ARCS), (u64)found.arcs);
+            if (found.largest) atomicMax(next + ST_MAXDEG, found.largest);
         }
         grid_barrier(barrier);
         ++level;
@@ -493,176 +492,6 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
         ctl[CTL_UNVISITED] = unvisited;
         ctl[CTL_STATUS] = status;
     }
-}
-
-// The partitioned search's steps (driver: kernels/gpu_bfs.RankSearch; encodings:
-// kernels/partitioned.py). This rank owns global vertices [lo, lo + owned); rows of in_ptr /
-// in_idx and out_ptr / out_idx are its vertices' in- and out-arcs (global ids), dist / pred are
-// local. Each step appends the owned vertices it finds (local ids) to `queue` and counts them
-// in counts[RANK_QUEUED], and adds their out-degrees to counts[RANK_ARCS]: the next frontier
-// and its arcs come back to the host in the one small copy the step needs anyway. Threads sum
-// the degrees they add over their whole grid-stride loop and each warp adds once at the end.
-#define RANK_QUEUED 0
-#define RANK_ARCS 1
-#define RANK_OWNERS 2  // top-down: proposals per owner rank from here on
-
-__device__ __forceinline__ void add_arcs(u64* counts, i64 arcs) {
-    __syncwarp();
-    arcs = warp_sum(arcs);
-    if (lane_id() == 0 && arcs) atomicAdd(&counts[RANK_ARCS], (u64)arcs);
-}
-
-// Appends for lanes that reached this point together, each to the counter of its own key:
-// lanes with the same key share one atomic.
-__device__ __forceinline__ u64 keyed_append(u64* counters, int key) {
-    unsigned active = __activemask();
-    unsigned peers = __match_any_sync(active, key);
-    int lane = lane_id(), leader = __ffs(peers) - 1;
-    u64 base = 0;
-    if (lane == leader) base = atomicAdd(&counters[key], (u64)__popc(peers));
-    base = __shfl_sync(active, base, leader);
-    return base + __popc(peers & ((1u << lane) - 1));
-}
-
-// The frontier (local ids) as bits of the whole graph's bitmap (bit v % 32 of word v / 32,
-// zeroed by the caller); the ranks then sum their bitmaps.
-__global__ void bfs_rank_bitmap(const int* frontier, i64 count, int lo, unsigned* bits) {
-    for (i64 i = thread_index(); i < count; i += thread_count()) {
-        int v = lo + frontier[i];
-        atomicOr(&bits[v >> 5], 1u << (v & 31));
-    }
-}
-
-// The out-degrees of the frontier's vertices (local ids), for the top-down step's offsets.
-__global__ void bfs_rank_degrees(const i64* out_ptr, const int* frontier, int count, i64* degrees) {
-    for (i64 i = thread_index(); i < count; i += thread_count()) {
-        int u = frontier[i];
-        degrees[i] = out_ptr[u + 1] - out_ptr[u];
-    }
-}
-
-// Bottom-up step. `frontier` is the whole graph's frontier as a bitmap. A warp takes 32
-// consecutive owned vertices; each unreached one looks for its first in-neighbour (CSR order)
-// in the frontier, a lane probing its first BU_PROBES alone and the warp scanning the rest of a
-// longer list 32 at a time.
-__global__ void __launch_bounds__(BFS_THREADS)
-bfs_rank_bottom_up(const i64* in_ptr, const int* in_idx, const i64* out_ptr, int owned, const unsigned* frontier,
-                   int* dist, int* pred, int level, int* queue, u64* counts) {
-    const int lane = lane_id();
-    const i64 groups = ((i64)owned + 31) >> 5;
-    i64 arcs = 0;
-    for (i64 g = thread_index() >> 5; g < groups; g += thread_count() >> 5) {
-        const i64 v64 = g * 32 + lane;  // 64 bits, as in the one-GPU bottom-up step
-        int v = (int)v64;
-        bool todo = v64 < owned && dist[v] < 0;
-        bool hit = false;
-        int parent = -1;
-        i64 a = 0, e = 0;
-        if (todo) {
-            a = in_ptr[v];
-            e = in_ptr[v + 1];
-            for (int k = 0; k < BU_PROBES && a < e; ++k, ++a) {
-                int u = in_idx[a];
-                if ((frontier[u >> 5] >> (u & 31)) & 1u) {
-                    hit = true;
-                    parent = u;
-                    break;
-                }
-            }
-        }
-        unsigned pending = __ballot_sync(FULL_MASK, todo && !hit && a < e);
-        while (pending) {
-            int leader = __ffs(pending) - 1;
-            pending &= pending - 1;
-            i64 from = __shfl_sync(FULL_MASK, a, leader), to = __shfl_sync(FULL_MASK, e, leader);
-            for (i64 b = from; b < to; b += 32) {
-                int u = b + lane < to ? in_idx[b + lane] : 0;
-                bool in = b + lane < to && ((frontier[u >> 5] >> (u & 31)) & 1u);
-                unsigned ins = __ballot_sync(FULL_MASK, in);
-                if (ins) {
-                    int first = __shfl_sync(FULL_MASK, u, __ffs(ins) - 1);
-                    if (lane == leader) {
-                        hit = true;
-                        parent = first;
-                    }
-                    break;
-                }
-            }
-        }
-        if (hit) {
-            dist[v] = level + 1;
-            pred[v] = parent;
-            arcs += out_ptr[v + 1] - out_ptr[v];
-        }
-        u64 slot = warp_append(&counts[RANK_QUEUED], hit);
-        if (hit) queue[slot] = v;
-    }
-    add_arcs(counts, arcs);
-}
-
-// Top-down step, expansion. One thread per arc of the frontier: `offsets` (count + 1 entries)
-// is the exclusive prefix sum of the frontier vertices' out-degrees, and a thread finds its
-// arc's vertex by binary search, so a hub's million arcs spread over the whole GPU instead of
-// one warp. A head this rank owns is claimed at once (atomicCAS on its distance) and queued. A
-// head rank q owns is proposed to q once per level, by the thread that sets its bit in
-// `proposed` (a bitmap over all n, zeroed per level): head << 32 | parent, appended to q's
-// region of `remote`, which starts at region[q] and holds at most q's vertex count (each head
-// once); counts[RANK_OWNERS + q] counts them. `bounds` (size + 1) are the ranks' first ids.
-__global__ void __launch_bounds__(BFS_THREADS)
-bfs_rank_top_down(const i64* out_ptr, const int* out_idx, const int* frontier, int count, const i64* offsets,
-                  int lo, int owned, int* dist, int* pred, int level, unsigned* proposed, int* queue,
-                  const i64* bounds, int size, const i64* region, i64* remote, u64* counts) {
-    const i64 total = offsets[count];
-    i64 arcs = 0;
-    for (i64 i = thread_index(); i < total; i += thread_count()) {
-        int first = 0, past = count;  // offsets[first] <= i < offsets[past]
-        while (past - first > 1) {
-            int mid = (first + past) >> 1;
-            if (offsets[mid] <= i) first = mid;
-            else past = mid;
-        }
-        int u = frontier[first];
-        int v = out_idx[out_ptr[u] + (i - offsets[first])];
-        int parent = lo + u;
-        int local = v - lo;
-        if (local >= 0 && local < owned) {
-            if (dist[local] < 0 && atomicCAS(&dist[local], -1, level + 1) == -1) {
-                pred[local] = parent;
-                queue[coalesced_append(&counts[RANK_QUEUED])] = local;
-                arcs += out_ptr[local + 1] - out_ptr[local];
-            }
-        } else {
-            unsigned bit = 1u << (v & 31);
-            if (!(proposed[v >> 5] & bit) && !(atomicOr(&proposed[v >> 5], bit) & bit)) {
-                int q = 0, past_q = size;  // bounds[q] <= v < bounds[past_q]
-                while (past_q - q > 1) {
-                    int mid = (q + past_q) >> 1;
-                    if (bounds[mid] <= v) q = mid;
-                    else past_q = mid;
-                }
-                remote[region[q] + keyed_append(counts + RANK_OWNERS, q)] = ((i64)v << 32) | (unsigned)parent;
-            }
-        }
-    }
-    add_arcs(counts, arcs);
-}
-
-// The proposals other ranks sent this rank (head << 32 | parent, heads owned here): the first to
-// claim an unreached head sets its parent and queues it, after the expansion's own finds.
-__global__ void __launch_bounds__(BFS_THREADS)
-bfs_rank_accept(const i64* proposals, i64 count, const i64* out_ptr, int lo, int* dist, int* pred, int level,
-                int* queue, u64* counts) {
-    i64 arcs = 0;
-    for (i64 i = thread_index(); i < count; i += thread_count()) {
-        i64 p = proposals[i];
-        int local = (int)(p >> 32) - lo;
-        if (dist[local] < 0 && atomicCAS(&dist[local], -1, level + 1) == -1) {
-            pred[local] = (int)(p & 0xffffffff);
-            queue[coalesced_append(&counts[RANK_QUEUED])] = local;
-            arcs += out_ptr[local + 1] - out_ptr[local];
-        }
-    }
-    add_arcs(counts, arcs);
 }
 
 }  // extern "C"

@@ -1,5 +1,5 @@
-// Device helpers shared by graph.cu, bfs.cu and msf.cu. kernels/cuda_source.py puts this file
-// first and compiles the four as one module (one NVRTC compile, cached by CuPy).
+// Device helpers shared by graph.cu, bfs.cu, bfs_partitioned.cu and msf.cu. kernels/cuda_source.py
+// puts this file first and compiles the five as one module (one NVRTC compile, cached by CuPy).
 //
 // Conventions: i64 / u64 are long long / unsigned long long; kernels loop grid-stride unless
 // they say otherwise; data that other blocks wrote earlier IN THE SAME LAUNCH is read with
