@@ -2,7 +2,9 @@
 server, the S3 HTTP API; pyarrow reaches it through AWS_ENDPOINT_URL as it would MinIO or R2):
 a dataset read from a bucket and results written to one give the local run's answers; a URI is
 never taken for a local folder; a missing bucket, a missing key, an unknown scheme and refused
-credentials each fail with one line."""
+credentials each fail with one line. A scheme pyarrow.fs does not serve goes through fsspec's
+filesystem for it (memory://, a real fsspec filesystem in this process)."""
+import io
 import os
 import socket
 import subprocess
@@ -18,16 +20,11 @@ import pytest
 
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
+from tests.helpers import run
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
 STORE_ENV = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION")
-
-
-def run(main, argv, capsys):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def use_endpoint(endpoint: str, key: str = "testing", secret: str = "testing") -> dict:
@@ -144,13 +141,17 @@ def test_a_rerun_with_one_search_removes_the_earlier_runs_source_sets_from_the_b
     (["s3://graphs/no-such-key.parquet"], "error: s3://graphs/no-such-key.parquet: input not found"),
     (["INPUT", "--output", "s3://no-such-bucket/out"], "error: s3://no-such-bucket/out/mst_edges.parquet: bucket "
                                                        "'no-such-bucket' does not exist"),
-    (["ftp://host/edges.parquet"], "error: ftp://host/edges.parquet: unknown storage scheme ftp:// (known: file://, "
-                                   "s3://, gs://, gcs://, abfs://, abfss://, az://, hdfs://, viewfs://, or a local "
-                                   "path)"),
-    (["INPUT", "--output", "ftp://host/out"], "error: ftp://host/out: unknown storage scheme ftp:// (known: file://, "
-                                              "s3://, gs://, gcs://, abfs://, abfss://, az://, hdfs://, viewfs://, or a "
-                                              "local path)"),
-], ids=["missing-bucket", "missing-key", "output-bucket-missing", "unknown-scheme", "unknown-output-scheme"])
+    (["nosuch://host/edges.parquet"], "error: nosuch://host/edges.parquet: unknown storage scheme nosuch:// (known: "
+                                      "file://, s3://, gs://, gcs://, abfs://, abfss://, az://, hdfs://, viewfs://, a "
+                                      "scheme of an fsspec filesystem, or a local path)"),
+    (["INPUT", "--output", "nosuch://host/out"], "error: nosuch://host/out: unknown storage scheme nosuch:// (known: "
+                                                 "file://, s3://, gs://, gcs://, abfs://, abfss://, az://, hdfs://, "
+                                                 "viewfs://, a scheme of an fsspec filesystem, or a local path)"),
+    (["oci://bucket@space/edges.parquet"], "error: oci://bucket@space/edges.parquet: the oci:// filesystem needs a "
+                                           "package that is not installed (Install ocifs to access OCI Object "
+                                           "Storage)"),
+], ids=["missing-bucket", "missing-key", "output-bucket-missing", "unknown-scheme", "unknown-output-scheme",
+        "fsspec-package-missing"])
 def test_what_is_missing_in_a_store_is_one_line(s3, tmp_path, capsys, monkeypatch, argv, line):
     edge_dataset(tmp_path / "edges", seed=3)
     monkeypatch.chdir(tmp_path)
@@ -158,7 +159,37 @@ def test_what_is_missing_in_a_store_is_one_line(s3, tmp_path, capsys, monkeypatc
     code, out, err = run(mst_cli.main, argv, capsys)
     assert code != 0
     assert err.strip().splitlines()[-1] == line
-    assert not (tmp_path / "ftp:").exists() and not (tmp_path / "s3:").exists()
+    assert not any(tmp_path.glob("*:"))  # no URI taken for a local folder
+
+
+def test_a_scheme_pyarrow_does_not_serve_goes_through_fsspec(tmp_path, capsys, monkeypatch):
+    """memory:// is fsspec's (pyarrow.fs has no such filesystem): a dataset there gives the local
+    answers, and the results and _SUCCESS land there. Threads: a memory filesystem is this
+    process's."""
+    import fsspec
+
+    memory = fsspec.filesystem("memory")
+    edge_dataset(tmp_path / "edges", seed=5)
+    for name in os.listdir(tmp_path / "edges"):
+        memory.put_file(str(tmp_path / "edges" / name), f"/fsspec-graphs/edges/{name}")
+    try:
+        code, _, err = run(pipeline_cli.main, [tmp_path / "edges", "--source", "0", "--output", tmp_path / "local"],
+                           capsys)
+        assert code == 0, err
+        monkeypatch.chdir(tmp_path)
+        code, out, err = run(pipeline_cli.main, ["memory://fsspec-graphs/edges", "--source", "0", "--runner", "threads",
+                                                 "--output", "memory://fsspec-graphs/results"], capsys)
+        assert code == 0, err
+        assert "memory://fsspec-graphs/results/mst_edges.parquet" in out
+        assert sorted(memory.ls("/fsspec-graphs/results", detail=False)) == [
+            "/fsspec-graphs/results/_SUCCESS", "/fsspec-graphs/results/bfs_distances.parquet",
+            "/fsspec-graphs/results/mst_edges.parquet"]
+        for name in ("bfs_distances.parquet", "mst_edges.parquet"):
+            remote = pq.read_table(io.BytesIO(memory.cat(f"/fsspec-graphs/results/{name}")))
+            assert remote.equals(pq.read_table(tmp_path / "local" / name)), name
+        assert not any(tmp_path.glob("*:"))
+    finally:
+        memory.rm("/fsspec-graphs", recursive=True)
 
 
 def test_a_file_uri_is_the_local_path_it_names(tmp_path, capsys):

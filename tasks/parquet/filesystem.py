@@ -17,8 +17,10 @@ pyarrow's interface, each as an explicit capability:
 - ``umask()``: the permission bits new local files get.
 ``LocalFilesystem`` is the local disk (all of them); ``ObjectStore`` is S3, GCS, Azure or HDFS
 through pyarrow (credentials and endpoints the store's standard way: for S3 the AWS_*
-environment variables, AWS_ENDPOINT_URL included, ~/.aws files, instance roles). A path in a
-store is a ``StorePath``: its text is the URI, so every message names what the user gave.
+environment variables, AWS_ENDPOINT_URL included, ~/.aws files, instance roles), or any other
+scheme an fsspec filesystem serves, wrapped by pyarrow's ``FSSpecHandler`` (credentials as that
+filesystem takes them; no buckets). A path in a store is a ``StorePath``: its text is the URI,
+so every message names what the user gave.
 
 Errors: discovery's questions raise tasks.errors.InputError naming the path; ``reason(exc)``
 gives an OSError's text as the operating system says it, whichever layer raised it, and a
@@ -246,11 +248,13 @@ def _denied(exc: OSError) -> str:
 
 
 class ObjectStore(Filesystem):
-    """A store reached through pyarrow (S3, GCS, Azure, HDFS): folders are key prefixes, a
-    write replaces one object whole, and there is no rename, lock or atomic exchange."""
+    """A store reached through pyarrow (S3, GCS, Azure, HDFS, or an fsspec filesystem): folders
+    are key prefixes, a write replaces one object whole, and there is no rename, lock or atomic
+    exchange. ``buckets``: the first part of a key names a bucket, whose absence is told apart
+    from a missing key (pyarrow's object stores; not fsspec's filesystems)."""
 
-    def __init__(self, scheme: str, arrow: pafs.FileSystem):
-        self.scheme, self.arrow = scheme, arrow
+    def __init__(self, scheme: str, arrow: pafs.FileSystem, buckets: bool = True):
+        self.scheme, self.arrow, self.buckets = scheme, arrow, buckets
 
     def _info(self, path: StorePath, error=InputError) -> pafs.FileInfo:
         try:
@@ -261,7 +265,7 @@ class ObjectStore(Filesystem):
     def entry(self, path: StorePath) -> Entry:
         info = self._info(path)
         if info.type == pafs.FileType.NotFound:
-            if len(path.parts) > 1 and self._info(StorePath(f"{self.scheme}://{path.bucket}", path.bucket)).type == pafs.FileType.NotFound:
+            if self.buckets and len(path.parts) > 1 and self._info(StorePath(f"{self.scheme}://{path.bucket}", path.bucket)).type == pafs.FileType.NotFound:
                 raise InputError(f"{path}: input not found (bucket {path.bucket!r} does not exist)")
             raise InputError(f"{path}: input not found")
         kind = {pafs.FileType.Directory: "directory", pafs.FileType.File: "file"}.get(info.type, "not a regular file")
@@ -310,6 +314,8 @@ def resolve(location, error=InputError) -> tuple[Filesystem, Path | StorePath]:
     if found is None or found == "file":
         return _LOCAL, Path(locations.local_path(location))
     uri = str(location).rstrip("/")
+    if found not in locations.ARROW_SCHEMES:
+        return _fsspec_store(found, uri, error)
     # made anew each time: credentials and endpoints are the environment's when asked (a served
     # flow lives for days); a run resolves a few locations, and its reads share the plan's
     try:
@@ -317,6 +323,20 @@ def resolve(location, error=InputError) -> tuple[Filesystem, Path | StorePath]:
     except (OSError, pa.ArrowException) as exc:
         raise error(f"{location}: cannot reach the store ({_first_line(exc)})") from None
     return ObjectStore(found, arrow), StorePath(uri, key)
+
+
+def _fsspec_store(scheme: str, uri: str, error) -> tuple[ObjectStore, StorePath]:
+    """A scheme pyarrow.fs does not serve, through the fsspec filesystem registered for it."""
+    import fsspec
+
+    try:
+        fs, key = fsspec.core.url_to_fs(uri)
+    except ImportError as exc:
+        raise error(f"{uri}: the {scheme}:// filesystem needs a package that is not installed "
+                    f"({_first_line(exc)})") from None
+    except (OSError, ValueError) as exc:
+        raise error(f"{uri}: cannot reach the store ({_first_line(exc)})") from None
+    return ObjectStore(scheme, pafs.PyFileSystem(pafs.FSSpecHandler(fs)), buckets=False), StorePath(uri, key)
 
 
 def _first_line(exc: Exception) -> str:

@@ -2,12 +2,15 @@
 
 A location with a scheme (``name://``) is a URI and is never taken for a local folder: it is
 not joined to the current folder, and ``join`` adds names with ``/`` (a local path joined by
-pathlib would turn ``s3://b`` into ``s3:/b``). ``file://`` URIs are local paths. Schemes known
-(``SCHEMES``): file, s3, gs / gcs, abfs / abfss / az, hdfs / viewfs; any other is refused by
-``check_scheme`` with one line.
+pathlib would turn ``s3://b`` into ``s3:/b``). ``file://`` URIs are local paths. Schemes known:
+file, the stores pyarrow.fs serves (``ARROW_SCHEMES``: s3, gs / gcs, abfs / abfss / az, hdfs /
+viewfs), then any scheme one of fsspec's filesystems serves (``fsspec_knows``: memory, ftp,
+sftp, http, ... where its package is installed); any other is refused by ``check_scheme`` with
+one line.
 
-Imports nothing but the standard library: the command line checks locations before anything
-heavy is imported. The filesystems behind the schemes are tasks.parquet.filesystem's.
+Imports nothing heavy: the command line checks locations before the rest is imported (fsspec's
+registry only for a scheme pyarrow does not serve). The filesystems behind the schemes are
+tasks.parquet.filesystem's.
 """
 from __future__ import annotations
 
@@ -15,8 +18,8 @@ import os
 import re
 from urllib.parse import unquote, urlparse
 
-STORE_SCHEMES = ("s3", "gs", "gcs", "abfs", "abfss", "az", "hdfs", "viewfs")
-SCHEMES = ("file", *STORE_SCHEMES)
+ARROW_SCHEMES = ("s3", "gs", "gcs", "abfs", "abfss", "az", "hdfs", "viewfs")
+SCHEMES = ("file", *ARROW_SCHEMES)
 _URI = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
@@ -33,17 +36,27 @@ def is_uri(location: str | os.PathLike) -> bool:
 
 
 def is_store(location: str | os.PathLike) -> bool:
-    """A location in an object store or HDFS (not the local disk)."""
-    return scheme(location) in STORE_SCHEMES
+    """A location in a store (an object store, HDFS, any fsspec filesystem), not the local disk."""
+    return scheme(location) not in (None, "file")
+
+
+def fsspec_knows(name: str) -> bool:
+    """Whether one of fsspec's filesystems serves the scheme ``name`` (registered, or known to
+    fsspec and importable on demand; its package may still be missing: resolving says so)."""
+    try:
+        from fsspec.registry import known_implementations, registry
+    except ImportError:
+        return False
+    return name in registry or name in known_implementations
 
 
 def check_scheme(location: str | os.PathLike) -> str | None:
     """The scheme, checked to be one this software reads and writes; raises ValueError (one
     line) for any other."""
     found = scheme(location)
-    if found is not None and found not in SCHEMES:
+    if found is not None and found not in SCHEMES and not fsspec_knows(found):
         raise ValueError(f"{location}: unknown storage scheme {found}:// (known: {', '.join(s + '://' for s in SCHEMES)}, "
-                         "or a local path)")
+                         "a scheme of an fsspec filesystem, or a local path)")
     return found
 
 

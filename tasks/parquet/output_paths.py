@@ -110,10 +110,10 @@ def check_store_outputs(input: str, targets: list[str], directories: bool) -> No
                               "to a store (it renames them into place); write them to a folder, or run with one "
                               "partition")
         try:
-            bucket = fs.arrow.get_file_info(path.bucket)
+            found = fs.arrow.get_file_info(path.bucket if fs.buckets else path.parent.key)
         except OSError as exc:
             raise OutputError(f"{target}: cannot reach the store ({reason(exc)})") from None
-        if bucket.type.name == "NotFound":
+        if fs.buckets and found.type.name == "NotFound":
             raise OutputError(f"{target}: bucket {path.bucket!r} does not exist")
         if locations.is_store(input):
             inside = path.parent.uri + "/"
