@@ -4,10 +4,11 @@
 
 For each Kronecker scale (Graph500 generator, written to Parquet untimed) times
 `python -m flows.pipeline GRAPH --source-set A --source-set B` as a subprocess (two searches and
-the forest: the work a Dask cluster can spread) with `--runner threads` and with `--runner dask`
-(a LocalCluster the run starts: GRAPH_DASK_WORKERS, default min(4, cores)), against one running
-`prefect server` started here. Median of --repeat runs. Appends one record per scale to FILE;
-the smallest graph on which Dask was faster is where flows.runners.DASK_MIN_EDGES belongs.
+the forest: the work a Dask cluster can spread) with `--runner threads`, `--runner dask` (a
+LocalCluster the run starts: GRAPH_DASK_WORKERS, default min(4, cores)) and `--runner auto`,
+taking turns, against one running `prefect server` started here. Median of --repeat runs, each
+run's seconds and the load average after each round kept. Appends one record per scale to FILE,
+with what `auto` chose and its median over the faster runner's.
 """
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ import pyarrow.parquet as pq
 
 from benchmarks.cli_startup import start_server
 from benchmarks.harness import append_records, machine
+from benchmarks.orchestration import code_version
+from flows.runners import resolve_auto
+
+RUNNERS = ("threads", "dask", "auto")
 
 
 def timed(env: dict, argv: list[str]) -> float:
@@ -57,15 +62,24 @@ def main(argv=None) -> int:
             graph = os.path.join(work, f"kron{scale}.parquet")
             pq.write_table(pa.table({"src": src, "dst": dst, "weight": weight}), graph)
             sources = ["--source-set", str(int(src[0])), "--source-set", str(int(src[1]))]
-            seconds = {}
-            for runner in ("threads", "dask"):
-                run = [graph, *sources, "--runner", runner, "--output", os.path.join(work, runner)]
-                seconds[runner] = statistics.median(timed(env, run) for _ in range(args.repeat))
+            # the runners take turns within each repeat, so that a change in the machine's load
+            # falls on all of them alike rather than on whichever ran last
+            runs = {runner: [] for runner in RUNNERS}
+            loads = [round(os.getloadavg()[0], 2)]
+            for _ in range(args.repeat):
+                for runner in RUNNERS:
+                    run = [graph, *sources, "--runner", runner, "--output", os.path.join(work, runner)]
+                    runs[runner].append(round(timed(env, run), 2))
+                loads.append(round(os.getloadavg()[0], 2))
+            seconds = {runner: statistics.median(times) for runner, times in runs.items()}
+            fastest = min(seconds["threads"], seconds["dask"])
             record = {"algo": "runner-threshold", "graph": f"kron:{scale}", "edges": int(src.shape[0]),
                       "flow": "pipeline, 2 source sets", **{f"{k}_seconds": round(v, 2) for k, v in seconds.items()},
+                      "runs": runs, "auto_chose": resolve_auto("auto", graph),
+                      "auto_over_fastest": round(seconds["auto"] / fastest, 3), "load_average_per_repeat": loads,
                       "dask_workers": int(os.environ.get("GRAPH_DASK_WORKERS") or min(4, os.cpu_count() or 1)),
                       "repeat": args.repeat, "load_average": [round(x, 2) for x in os.getloadavg()],
-                      "machine": machine("numpy"), "date": datetime.date.today().isoformat(),
+                      "machine": machine("numpy"), "code": code_version(), "date": datetime.date.today().isoformat(),
                       "command": " ".join(["python -m benchmarks.runner_threshold",
                                            *(argv if argv is not None else sys.argv[1:])])}
             print(record, flush=True)
