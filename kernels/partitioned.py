@@ -19,6 +19,9 @@ Encodings:
   range [bounds[r], bounds[r+1]) (``bounds``: host int64 [size + 1]); an id's owner is found by
   a binary search in ``bounds``. Renumbering hashes each input id to its owner, so the owner of
   an id is also the owner of its vertex, and each owner numbers its ids in ascending order.
+  Integer ids are renumbered here (``renumber_partitioned``); string ids take the same steps
+  where strings can be sorted (the reading layer), with ``string_owner`` for the hash and
+  ``group_by_rank``, ``ownership`` and ``numbers_back`` shared with the integer path.
 - Each rank holds a contiguous share of the input rows as dense ``src``/``dst`` (int32) and
   ``weight``: the edge at index i is global input row ``row_offset + i``. Self-loops stay.
 - ``LocalGraph``: the CSR rows of the owned vertices. ``out`` row v - lo lists the heads of the
@@ -103,22 +106,88 @@ def owner_of(ids, bounds):
     return (xp.searchsorted(xp.asarray(bounds), ids, side="right") - 1).astype(np.int32)
 
 
-def _group_by(xp, dest, size: int):
-    """A stable order that groups elements by destination rank, and the group sizes."""
+def group_by_rank(xp, dest, size: int):
+    """A stable order that groups elements by destination rank ``dest``, and the group sizes
+    (host int64)."""
     # small integer keys: NumPy's stable argsort is a radix sort on 16-bit types
     key = dest.astype(np.int16) if size < 2**15 else dest
     order = xp.argsort(key, kind="stable")
     return order, to_host(xp.bincount(dest, minlength=size)).astype(np.int64)
 
 
-def _hash_owner(ids, size: int):
-    """Owner rank of each id: a 64-bit finalizer mix (MurmurHash3's) of its bits, modulo size."""
-    x = ids.astype(np.uint64)
+def _mix(x):
+    """MurmurHash3's 64-bit finalizer: every bit of ``x`` (uint64) moves every bit of the result."""
     for mult in (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53):
         x ^= x >> np.uint64(33)
         x *= np.uint64(mult)
-    x ^= x >> np.uint64(33)
-    return (x % np.uint64(size)).astype(np.int32)
+    return x ^ (x >> np.uint64(33))
+
+
+def _hash_owner(ids, size: int):
+    """Owner rank of each id: the finalizer mix of its 64 bits, modulo size."""
+    return (_mix(ids.astype(np.uint64)) % np.uint64(size)).astype(np.int32)
+
+
+# A string's hash: its bytes b_0 .. b_{L-1} as the polynomial sum b_i * P**(L-1-i) mod 2**64,
+# its length mixed in, then the finalizer. Only ownership depends on it (owners compare the
+# strings themselves), so a collision costs balance, never correctness. Computed for a batch
+# of strings at once: each byte's term from its distance to its string's end, the terms'
+# running sum, and each string's sum as the difference of the running sum at its two ends
+# (uint64 arithmetic wraps, which is the mod 2**64). About 40 bytes of temporaries per input
+# byte, so the strings go in batches of about STRING_HASH_BATCH bytes.
+_STRING_PRIME = np.uint64(0x100000001B3)  # FNV's 64-bit prime: odd, so every power is odd
+STRING_HASH_BATCH = 1 << 22
+
+
+def string_owner(offsets, data, size: int):
+    """Owner rank (host int32) of each of the strings ``data[offsets[i]:offsets[i + 1]]``
+    (``offsets``: host int64 [k + 1]; ``data``: host uint8), the same on every rank and in
+    every process: a 64-bit hash of the bytes, modulo size."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    k = offsets.shape[0] - 1
+    lengths = np.diff(offsets)
+    hashes = np.empty(k, dtype=np.uint64)
+    powers = np.ones(1, dtype=np.uint64)
+    first = 0
+    while first < k:
+        # the next batch: strings up to STRING_HASH_BATCH bytes, at least one string
+        last = max(first + 1, int(np.searchsorted(offsets, offsets[first] + STRING_HASH_BATCH, side="right")) - 1)
+        last = min(last, k)
+        lo, hi = int(offsets[first]), int(offsets[last])
+        longest = int(lengths[first:last].max(initial=0))
+        if powers.shape[0] < longest:
+            powers = np.concatenate([[np.uint64(1)], np.multiply.accumulate(np.full(longest - 1, _STRING_PRIME))])
+        ends = np.repeat(offsets[first + 1:last + 1], lengths[first:last])  # each byte's string end
+        terms = data[lo:hi].astype(np.uint64) * powers[ends - 1 - np.arange(lo, hi)]
+        running = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(terms, dtype=np.uint64)])
+        hashes[first:last] = running[offsets[first + 1:last + 1] - lo] - running[offsets[first:last] - lo]
+        first = last
+    hashes ^= lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return (_mix(hashes) % np.uint64(size)).astype(np.int32)
+
+
+def ownership(comm, xp, owned: int) -> Ownership:
+    """The ranges of dense ids when each rank owns ``owned`` vertices, numbered in rank order
+    (an exclusive prefix sum of the counts; ``xp``: the communicator's array module). Raises
+    ValueError past MAX_VERTICES."""
+    sizes, _ = comm.allgatherv(xp.asarray([owned], dtype=np.int64))
+    bounds = np.concatenate([[0], np.cumsum(to_host(sizes))]).astype(np.int64)
+    if bounds[-1] > MAX_VERTICES:
+        raise ValueError(f"{bounds[-1]} distinct vertex ids: more than {MAX_VERTICES} are not supported")
+    return Ownership(bounds, comm.rank)
+
+
+def numbers_back(comm, own: Ownership, back, received_counts, order, counts):
+    """The owners' answers to a renumbering exchange. This rank sent its distinct ids in the
+    order ``order`` (grouped by owner, ``counts`` per owner) and received ``received_counts``
+    per sender; ``back[j]`` is the owner-local number of the j-th id it received. Returns
+    the dense id of each of this rank's distinct ids, in their own (unsorted) order."""
+    xp = array_module(back)
+    numbers = (back.reshape(-1) + own.lo).astype(np.int32)
+    answers, _ = comm.alltoallv(numbers, received_counts, recv_counts=counts)
+    dense = xp.empty(order.shape[0], dtype=np.int32)
+    dense[order] = answers
+    return dense
 
 
 def renumber_partitioned(comm, src, dst):
@@ -131,18 +200,11 @@ def renumber_partitioned(comm, src, dst):
     """
     xp = array_module(src)
     local_src, local_dst, keys = renumber(src, dst)  # this share's distinct ids, ascending
-    order, counts = _group_by(xp, _hash_owner(keys, comm.size), comm.size)
+    order, counts = group_by_rank(xp, _hash_owner(keys, comm.size), comm.size)
     received, received_counts = comm.alltoallv(keys[order], counts)
     owned_ids, back = xp.unique(received, return_inverse=True)
-    sizes, _ = comm.allgatherv(xp.asarray([owned_ids.shape[0]], dtype=np.int64))
-    bounds = np.concatenate([[0], np.cumsum(to_host(sizes))]).astype(np.int64)
-    if bounds[-1] > MAX_VERTICES:
-        raise ValueError(f"{bounds[-1]} distinct vertex ids: more than {MAX_VERTICES} are not supported")
-    own = Ownership(bounds, comm.rank)
-    numbers = (back.reshape(-1) + own.lo).astype(np.int32)
-    answers, _ = comm.alltoallv(numbers, received_counts, recv_counts=counts)
-    dense = xp.empty(keys.shape[0], dtype=np.int32)
-    dense[order] = answers
+    own = ownership(comm, xp, int(owned_ids.shape[0]))
+    dense = numbers_back(comm, own, back, received_counts, order, counts)
     return dense[local_src], dense[local_dst], owned_ids, own
 
 
@@ -160,22 +222,41 @@ def locate(comm, own: Ownership, owned_ids, ids):
     return to_host(comm.allreduce(found, "max"))
 
 
-def fetch(comm, own: Ownership, values, query):
-    """``values[v - lo]`` from the owner of v, for every dense id v in ``query`` (each rank asks
-    for its own ids, in any order, repeats allowed)."""
-    xp = array_module(values)
+@dataclass
+class Asked:
+    """A ``fetch``'s question: this rank's distinct dense ids ``asked`` (ascending; ``counts`` of
+    them per owner) and ``inverse`` (query[i] == asked[inverse[i]]); the owner's side:
+    ``incoming`` (dense ids other ranks asked it for, by sender) and ``incoming_counts``."""
+
+    asked: object
+    inverse: object
+    counts: np.ndarray
+    incoming: object
+    incoming_counts: np.ndarray
+
+
+def ask_owners(comm, own: Ownership, query) -> Asked:
+    """Send each distinct dense id of ``query`` to its owner (the first half of ``fetch``)."""
+    xp = array_module(query)
     asked, inverse = xp.unique(query, return_inverse=True)
     counts = _counts_by_owner(xp, asked, own.bounds)
     incoming, incoming_counts = comm.alltoallv(asked, counts)
-    answers, _ = comm.alltoallv(values[incoming - own.lo], incoming_counts, recv_counts=counts)
-    return answers[inverse.reshape(-1)]
+    return Asked(asked, inverse.reshape(-1), counts, incoming, incoming_counts)
+
+
+def fetch(comm, own: Ownership, values, query):
+    """``values[v - lo]`` from the owner of v, for every dense id v in ``query`` (each rank asks
+    for its own ids, in any order, repeats allowed)."""
+    q = ask_owners(comm, own, query)
+    answers, _ = comm.alltoallv(values[q.incoming - own.lo], q.incoming_counts, recv_counts=q.counts)
+    return answers[q.inverse]
 
 
 def _route_arcs(comm, own: Ownership, tails, heads):
     """Send each arc tails[i] -> heads[i] to the owner of its tail; returns the owner's arcs as
     (local row, global head), in (sending rank, sending order) order."""
     xp = array_module(tails)
-    order, counts = _group_by(xp, owner_of(tails, own.bounds), comm.size)
+    order, counts = group_by_rank(xp, owner_of(tails, own.bounds), comm.size)
     packed = (tails.astype(np.int64) << 32) | heads.astype(np.int64)
     arcs, _ = comm.alltoallv(packed[order], counts)
     return (arcs >> 32).astype(np.int32) - np.int32(own.lo), (arcs & 0xFFFFFFFF).astype(np.int32)

@@ -57,6 +57,28 @@ def random_edges(seed=3, n=30, m=120):
     return (rng.integers(0, n, m).tolist(), rng.integers(0, n, m).tolist(), rng.integers(0, 4, m).astype(float).tolist())
 
 
+# Ids a string column can hold that a renumbering could get wrong: the empty string, a space,
+# a comma, composed and decomposed é (different bytes, different vertices), scripts of several
+# byte widths, a 4-byte emoji, an integer-looking id and one with a leading zero.
+STRING_IDS = ["", " ", "a,b", "\u00e9", "e\u0301", "日本語", "Ω", "\U0001F600", "7", "007", "A", "a"]
+
+
+def string_graph(path: Path, kind: str, seed: int = 3, n: int = 40, m: int = 160):
+    """random_edges (ties, parallel edges, self-loops, several components) over n string ids
+    (STRING_IDS, then "vertex-K"), the id columns of Arrow type ``kind`` ("string",
+    "large_string" or "dictionary"), in row groups of 25 rows. Returns (path, src, dst, weight),
+    the columns as Python lists."""
+    names = STRING_IDS + [f"vertex-{i}" for i in range(n - len(STRING_IDS))]
+    s, d, w = random_edges(seed, n=n, m=m)
+    src, dst = [names[i] for i in s], [names[i] for i in d]
+    if kind == "dictionary":
+        columns = [pa.array(c, pa.string()).dictionary_encode() for c in (src, dst)]
+    else:
+        columns = [pa.array(c, getattr(pa, kind)()) for c in (src, dst)]
+    write_edges(path, *columns, pa.array(w, pa.float64()), row_group_size=25)
+    return path, src, dst, w
+
+
 def listing(path: Path) -> list[str]:
     """Every path below ``path``, relative to it, sorted."""
     return sorted(str(p.relative_to(path)) for p in path.rglob("*"))

@@ -354,14 +354,10 @@ def test_bad_input_is_refused_with_the_one_partition_runs_message(client, tmp_pa
     assert not (tmp_path / "out").exists()
 
 
-def test_unknown_source_and_string_ids_are_refused(client, tmp_path):
+def test_an_unknown_source_is_refused(client, tmp_path):
     path = realgraphs_dir() / "netscience.parquet"
     with pytest.raises(InputError, match="source '99999999' is not a vertex of the graph"):
         run_partitioned(str(path), str(tmp_path / "out"), 2, source=["99999999"], client=client)
-    strings = tmp_path / "s.parquet"
-    pq.write_table(pa.table({"src": ["a", "b"], "dst": ["b", "c"], "weight": [1.0, 2.0]}), strings)
-    with pytest.raises(InputError, match="string ids; a partitioned run needs integer ids"):
-        run_partitioned(str(strings), str(tmp_path / "out"), 2, client=client)
     assert not (tmp_path / "out").exists()
 
 

@@ -1,7 +1,7 @@
 """Partitioned runs on GPUs: NCCL through CuPy inside dask-cuda workers. The same checks as
 tests/test_partitioned.py: NCCL collectives against NumPy, real graphs against the one-partition
-kernels, a killed rank (NCCL kernels left waiting on a dead peer must be aborted, not hang), on
-two GPUs (skipped where fewer are usable); a one-rank NCCL run and the refusal of workers that
+kernels, string ids (their bytes through NCCL), a killed rank (NCCL kernels left waiting on a dead peer
+must be aborted, not hang), on two GPUs (skipped where fewer are usable); a one-rank NCCL run and the refusal of workers that
 share a GPU on one."""
 import uuid
 
@@ -82,6 +82,31 @@ def test_real_graphs_on_two_gpus_give_the_one_partition_results(client, tmp_path
         assert summary["levels"] == [search.levels] and summary["forest_edges"] == forest.shape[0]
         check_bfs_output(out / "bfs_distances.parquet", ids, dense, search, s, d, directed)
         check_forest_output(out / "mst_edges.parquet", src, dst, weight, forest)
+
+
+@two_gpus
+@pytest.mark.parametrize("kind", ["large_string", "dictionary"])
+def test_string_ids_on_two_gpus_give_the_one_partition_results(client, tmp_path, kind):
+    """String ids over NCCL: their lengths and bytes cross between the GPUs (uint8 and int64
+    all-to-alls), the owners sort them on the host. A small graph of tricky ids (the empty
+    string, Unicode forms) and a larger one; distances and forest against the serial references,
+    a missing string source refused with its line."""
+    from tasks.errors import InputError
+    from tasks.partitioned.driver import run_partitioned
+    from tests.helpers import string_graph
+    from tests.references import assert_distances, assert_forest
+
+    for n, m in ((40, 160), (20000, 100000)):
+        path, src, dst, w = string_graph(tmp_path / f"g{n}.parquet", kind, n=n, m=m)
+        sources = ["", "\u00e9", "vertex-5"]
+        out = tmp_path / f"o{n}"
+        summary = run_partitioned(str(path), str(out), 2, source=sources, client=client)
+        assert summary["backend"] == "cupy" and summary["partitions"] == 2
+        assert_forest(out / "mst_edges.parquet", src, dst, w)
+        assert_distances(out / "bfs_distances.parquet", src, dst, sources)
+    with pytest.raises(InputError, match=f"^{path}: source 'vertex-99999' is not a vertex of the graph$"):
+        run_partitioned(str(path), str(tmp_path / "missing"), 2, source=["a", "vertex-99999"], client=client)
+    assert not (tmp_path / "missing").exists()
 
 
 @two_gpus

@@ -116,23 +116,12 @@ def check_columns(path: str, src_col: str, dst_col: str, weight_col: str | None)
 
 
 def plan_input(path: str | os.PathLike, src_col: str = "src", dst_col: str = "dst",
-               weight_col: str | None = "weight", strings: bool = False) -> InputPlan:
-    """Files, row groups and types of a Parquet edge list, from the footers alone. String ids
-    are refused unless ``strings`` (a partitioned run renumbers integer ids by hashing them;
-    a one-partition read, or a plan only asked how large the input is, takes strings)."""
+               weight_col: str | None = "weight") -> InputPlan:
+    """Files, row groups and types of a Parquet edge list, from the footers alone."""
     check_columns(str(path), src_col, dst_col, weight_col)
     files, skipped = dataset_files(path)
-    plan = InputPlan(str(path), plan_footers(str(path), files, src_col, dst_col, weight_col, skipped),
+    return InputPlan(str(path), plan_footers(str(path), files, src_col, dst_col, weight_col, skipped),
                      src_col, dst_col, weight_col)
-    if not strings:
-        check_integer_ids(plan)
-    return plan
-
-
-def check_integer_ids(plan: InputPlan) -> None:
-    if plan.footers.strings:
-        raise InputError(f"{plan.path}: column {plan.src_col!r} holds string ids; a partitioned run needs integer "
-                         "ids (run with one partition)")
 
 
 def id_kind(t: pa.DataType) -> str:

@@ -18,8 +18,9 @@ through the plan's filesystem (``FooterPlan.filesystem.arrow.open_input_file``, 
 - ``skipped``: files of a dataset directory that were looked at and are not data (not Parquet).
 ``Share`` encoding: ``src``/``dst`` the ids in the plan's integer dtype (int64 bit patterns
 while uint64 ids sit beside signed ones: ``signs`` then says, per row group, which ids only one
-of int64 and uint64 can hold, and the ranks agree on one type); ``weight`` as above; the share's
-first global row is ``row_offset``. String ids are a one-partition read only.
+of int64 and uint64 can hold, and the ranks agree on one type), or for string ids int32 codes
+into ``names`` (the share's own distinct ids, as an EdgeTable's); ``weight`` as above; the
+share's first global row is ``row_offset``.
 Rows are the dataset's files in discovery order, each file's rows in order. Every check runs on
 one row group of one file at a time (tasks.parquet.checks), and an error names that file and
 the row within it (counted from 0).
@@ -70,6 +71,7 @@ class Share:
     weight: object | None
     row_offset: int
     signs: list[Signs] = field(default_factory=list)
+    names: pa.Array | None = None  # string ids: code -> id (this share's ids only)
 
     @property
     def rows(self) -> int:
@@ -105,18 +107,15 @@ def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None =
     arrays of the backend ``xp`` (numpy or cupy), row groups decoded in parallel.
     ``before_reading(rows, vertex_bound, weight_dtype)``, if given, is called once the footers
     are read and before any array is allocated (a memory check can refuse the input there)."""
-    plan = plan_input(path, src_col, dst_col, weight_col, strings=True)
+    plan = plan_input(path, src_col, dst_col, weight_col)
     footers = plan.footers
     if before_reading is not None:
         before_reading(footers.rows, footers.vertex_bound, footers.weight_type)
     rows = reader(backend).read_rows(plan, 0, footers.rows, xp)
     skipped = [str(p) for p in footers.skipped]
     if footers.strings:
-        both = pa.chunked_array([chunk for end in (0, 1) for pair in rows.strings for chunk in pair[end].chunks],
-                                type=pa.large_string()).combine_chunks().dictionary_encode()
-        codes = xp.asarray(both.indices.to_numpy(zero_copy_only=False).astype(np.int32))
-        n = footers.rows
-        return EdgeTable(codes[:n], codes[n:], rows.weight, both.dictionary, str(path), skipped)
+        src, dst, names = string_codes(rows.strings, xp)
+        return EdgeTable(src, dst, rows.weight, names, str(path), skipped)
     src, dst = rows.src, rows.dst
     if footers.mixed_signs:
         unified = unify_signs(rows.signs)
@@ -124,10 +123,24 @@ def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None =
     return EdgeTable(src, dst, rows.weight, None, str(path), skipped)
 
 
+def string_codes(pieces: list[tuple], xp):
+    """String ids read as (src, dst) large_string pieces per unit, in row order: int32 codes
+    (arrays of ``xp``) into the distinct ids, numbered in the order they first appear down src,
+    then down dst; returns ``(src_codes, dst_codes, names)``."""
+    both = pa.chunked_array([chunk for end in (0, 1) for pair in pieces for chunk in pair[end].chunks],
+                            type=pa.large_string()).combine_chunks().dictionary_encode()
+    codes = xp.asarray(both.indices.to_numpy(zero_copy_only=False).astype(np.int32))
+    n = len(both) // 2
+    return codes[:n], codes[n:], both.dictionary
+
+
 def read_share(plan: InputPlan, rank: int, size: int, xp=np, backend: str = "host") -> Share:
     """This rank's rows of the edge list, checked, in arrays of the backend ``xp``."""
     start, stop = plan.share(rank, size)
     rows = reader(backend).read_rows(plan, start, stop, xp)
+    if plan.footers.strings:
+        src, dst, names = string_codes(rows.strings, xp)
+        return Share(src, dst, rows.weight, start, names=names)
     return Share(rows.src, rows.dst, rows.weight, start, rows.signs)
 
 

@@ -29,7 +29,7 @@ from tasks.forest_weight import KRUSKAL_LIMIT
 from tasks.parameters import parse_partitions, source_plan
 from tasks.parquet.checks import integer_vertex_id
 from tasks.parquet.output_paths import prepare_output_dir
-from tasks.parquet.plan import InputPlan, check_integer_ids, plan_input
+from tasks.parquet.plan import InputPlan, plan_input
 from tasks.parquet.publish import (
     publish, publishing, remove_earlier_bfs_results, remove_stale_staging, remove_staging, staging_name,
 )
@@ -104,7 +104,7 @@ def count_partitions(input: str, partitions="auto", *, backend: str | None = Non
     client: the cluster a run starts on this machine, one worker per GPU): what a flow asks
     before choosing between the one-partition recipe and ``partitioned_run``. Reads only the
     Parquet footers; an input the run would refuse for what they say is refused here."""
-    plan = plan_input(input, src_col, dst_col, weight_col, strings=True)  # one partition reads strings
+    plan = plan_input(input, src_col, dst_col, weight_col)
     workers = None
     if client is None:
         backend = be.resolve(backend)
@@ -121,10 +121,8 @@ def count_partitions(input: str, partitions="auto", *, backend: str | None = Non
         free = list(client.run(be.device_memory_free, workers=workers).values()) if backend == "cupy" else []
     count = choose_partitions(partitions, plan.rows, free, backend, plan.path,
                               lambda c: rank_bytes(plan, c, algorithms, directed))
-    if count > 1:
-        check_integer_ids(plan)
-        if workers is not None and count > len(workers):
-            raise InputError(f"{plan.path}: {count} partitions need {count} Dask workers; the cluster has {len(workers)}")
+    if count > 1 and workers is not None and count > len(workers):
+        raise InputError(f"{plan.path}: {count} partitions need {count} Dask workers; the cluster has {len(workers)}")
     return count
 
 
@@ -177,7 +175,8 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
     for ids in sets:
         if not ids:  # a search from nowhere reaches nothing, and that answer would pass its checks
             raise InputError(f"{plan.path}: a BFS source set is empty")
-        _check_integer_ids(plan.path, ids)
+        if not plan.footers.strings:  # string ids are looked up as text, as one partition does
+            _check_integer_ids(plan.path, ids)
     if client is None:
         count = _requested_partitions(partitions)
         with _own_cluster(None if count == "auto" else count, backend) as own:

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from kernels import backend as be
-from kernels.partitioned import bfs_partitioned, build_local_graph, fetch, locate, msf_partitioned, renumber_partitioned
+from kernels.partitioned import bfs_partitioned, build_local_graph, msf_partitioned
 from kernels.partitioned_verify import verify_bfs_partitioned, verify_forest_partitioned
 from kernels.structures import UNIT_WEIGHT
 from tasks.errors import DeviceMemoryError, InputError, ValidationFailed
@@ -30,6 +30,7 @@ from tasks.parquet.results import FOREST_RESULT_NAME
 from tasks.parquet.tables import bfs_table, forest_table
 from tasks.parquet.write import merge_parts, write_parts
 from tasks.partitioned.comm_tcp import Mesh, TcpCommunicator
+from tasks.partitioned.vertex_ids import renumber_share
 
 log = logging.getLogger("graph.partitioned")
 
@@ -121,11 +122,11 @@ class _Rank:
             share.src, share.dst = share.src.view(unified), share.dst.view(unified)
         self._phase("read", started, "load")
         started = time.perf_counter()
-        src, dst, weight = share.src, share.dst, share.weight
+        weight = share.weight
         if weight is None and spec.forest:  # an unweighted input's forest: unit weights
-            weight = self.xp.ones(src.shape[0], dtype=UNIT_WEIGHT)
+            weight = self.xp.ones(share.rows, dtype=UNIT_WEIGHT)
         try:
-            src, dst, owned_ids, own = renumber_partitioned(comm, src, dst)
+            src, dst, own, ids = renumber_share(comm, self.xp, share)
         except ValueError as exc:
             raise InputError(f"{plan.path}: {exc}") from None
         self._phase("renumbered", started, "prepare")
@@ -135,10 +136,10 @@ class _Rank:
             started = time.perf_counter()
             graph = build_local_graph(comm, own, src, dst, spec.directed)
             self._phase("csr", started, "csr")
-            for k, ids in enumerate(spec.source_sets):
-                dense = locate(comm, own, owned_ids, [int(v) for v in ids])
+            for k, given in enumerate(spec.source_sets):
+                dense = ids.locate(comm, own, given)
                 if (dense < 0).any():
-                    missing = ids[int(np.flatnonzero(dense < 0)[0])]
+                    missing = given[int(np.flatnonzero(dense < 0)[0])]
                     raise InputError(f"{plan.path}: source {missing!r} is not a vertex of the graph")
                 started = time.perf_counter()
                 searches.append((dense, bfs_partitioned(comm, graph, dense, spec.depth_limit)))
@@ -153,7 +154,7 @@ class _Rank:
         self._validate(src, dst, weight, share.row_offset, own, searches, forest)
         self._phase("validated", started, "validate")
         started = time.perf_counter()
-        self._write(src, dst, weight, share.row_offset, own, owned_ids, searches, forest)
+        self._write(src, dst, weight, share.row_offset, own, ids, searches, forest)
         self._phase("written", started, "write")
         self.summary["seconds"] = self.seconds
         return self.summary
@@ -226,26 +227,23 @@ class _Rank:
             if bad:
                 raise ValidationFailed(f"MSF result failed validation: {', '.join(bad)}; nothing was written")
 
-    def _write(self, src, dst, weight, row_offset, own, owned_ids, searches, forest) -> None:
+    def _write(self, src, dst, weight, row_offset, own, ids, searches, forest) -> None:
         spec, comm, xp = self.spec, self.comm, self.xp
         staging = Path(spec.staging)
-        id_dtype = np.dtype(owned_ids.dtype)  # the plan's, or the type the ranks agreed on for uint64 ids
-        id_type = pa.from_numpy_dtype(id_dtype)
-        vertex = be.to_host(owned_ids)
+        vertex = ids.owned()  # integer ids in the plan's type, or the type the ranks agreed on for uint64 ids
         tables = {}
         for (_, result), name in zip(searches, spec.bfs_results):
             has_parent = result.distance > 0  # sources and unreached vertices have none
-            parents = fetch(comm, own, owned_ids, result.predecessor[has_parent])
-            parent_ids = np.zeros(own.owned, dtype=id_dtype)
-            parent_ids[be.to_host(has_parent)] = be.to_host(parents)
-            tables[name] = bfs_table(pa.array(vertex, type=id_type), be.to_host(result.distance),
-                                     pa.array(parent_ids, mask=~be.to_host(has_parent), type=id_type))
+            parents = ids.lookup(comm, own, result.predecessor[has_parent])
+            has_parent = be.to_host(has_parent)
+            at = np.zeros(own.owned, dtype=np.int64)  # each vertex's parent in ``parents``, null where none
+            at[has_parent] = np.arange(int(has_parent.sum()))
+            tables[name] = bfs_table(vertex, be.to_host(result.distance), parents.take(pa.array(at, mask=~has_parent)))
         if forest is not None:
             mine = forest.rows[(forest.rows >= row_offset) & (forest.rows < row_offset + src.shape[0])] - row_offset
-            ends = fetch(comm, own, owned_ids, xp.concatenate([src[mine], dst[mine]]))
+            ends = ids.lookup(comm, own, xp.concatenate([src[mine], dst[mine]]))
             k = int(mine.shape[0])
-            tables[FOREST_RESULT_NAME] = forest_table(pa.array(be.to_host(ends[:k]), type=id_type),
-                                                      pa.array(be.to_host(ends[k:]), type=id_type),
+            tables[FOREST_RESULT_NAME] = forest_table(ends.slice(0, k), ends.slice(k),
                                                       be.to_host(weight[mine]).astype(spec.plan.weight_dtype or UNIT_WEIGHT, copy=False))
         write_parts(tables, staging, self.rank, spec.layout, spec.compression)
         if spec.layout == "file":
