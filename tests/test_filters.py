@@ -195,3 +195,19 @@ def test_partition_values_compare_in_the_literals_type(tmp_path, capsys):
     code, out, err = run(mst_cli.main, [root, "--filter", "hour >= 10", "--output", tmp_path / "p"], capsys)
     assert code == 0, err  # integers
     assert pq.read_table(tmp_path / "p" / "mst_edges.parquet")["src"].to_pylist() == [1, 2]
+
+
+def test_a_date_column_compares_with_a_quoted_date(tmp_path, capsys):
+    """A data column of dates (not a partition): the quoted literal is read as a date, and the
+    row groups of days before it are skipped by their statistics."""
+    days = pa.array(np.repeat(np.arange(20_390, 20_400, dtype=np.int32), 6)).cast(pa.date32())
+    rng = np.random.default_rng(3)
+    table = pa.table({"src": rng.integers(0, N, 60), "dst": rng.integers(0, N, 60), "weight": rng.random(60),
+                      "seen": days})
+    pq.write_table(table, tmp_path / "edges.parquet", row_group_size=12)
+    rows = reference(tmp_path / "edges.parquet", ds.field("seen") >= pa.scalar("2025-11-03").cast(pa.date32()))
+    code, out, err = run(mst_cli.main, [tmp_path / "edges.parquet", "--filter", "seen >= '2025-11-03'", "--output",
+                                        tmp_path / "o"], capsys)
+    assert code == 0, err
+    check_forest(tmp_path / "o", rows)
+    assert f"{len(rows[0])} of 60 rows (2 row groups skipped by statistics)" in out

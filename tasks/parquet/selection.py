@@ -151,7 +151,7 @@ def literal(column: str, t: pa.DataType, value) -> pa.Scalar:
         if isinstance(value, bool):
             return pa.scalar(value)
         kind = "true or false"
-    elif pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t):
+    elif pa.types.is_date(t) or pa.types.is_timestamp(t):
         if isinstance(value, str):
             try:
                 return pa.scalar(value).cast(t)
@@ -161,7 +161,7 @@ def literal(column: str, t: pa.DataType, value) -> pa.Scalar:
                         return pa.scalar(value).cast(pa.timestamp(t.unit)).cast(t)
                     except pa.ArrowInvalid:
                         pass
-            kind = f"{t} values; {value!r} is not one"
+            kind = "dates" if pa.types.is_date(t) else "timestamps"
         else:
             kind = f"{t} values; quote the value, e.g. '2026-11-01'"
     else:
