@@ -13,6 +13,7 @@ import sys
 from tasks import settings
 from tasks.parameters import BACKENDS, NO_WEIGHTS, RUNNERS, parse_partitions
 from tasks.parquet import locations
+from tasks.parquet.filters import FilterError, parse as parse_filter
 from tasks.parquet.results import COMPRESSIONS, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, LAYOUTS
 
 DESCRIPTIONS = {
@@ -132,6 +133,11 @@ def build_parser(kind: str) -> Parser:
                                   "a string id that holds a comma can only be given with --source")
         parser.add_argument("--directed", action="store_true", help="follow edges src -> dst only")
         parser.add_argument("--depth-limit", type=_depth, default=None, metavar="N", help="stop after N levels")
+    parser.add_argument("--filter", metavar="EXPR",
+                        help="read only the rows EXPR keeps, e.g. \"day >= '2026-11-01' and weight > 0.5\": "
+                             "comparisons (= != < <= > >=), in (...), is [not] null, and/or/not, on hive "
+                             "partition folders (key=value) and data columns; folders the partition values "
+                             "exclude are never opened (docs/inputs.md#filters)")
     parser.add_argument("--partitions", type=_partitions, default=None, metavar="N|auto",
                         help="split the graph over N Dask workers (one GPU each on a GPU machine), or auto: "
                              "one partition when the graph fits one GPU, else every GPU worker "
@@ -158,7 +164,7 @@ def build_parser(kind: str) -> Parser:
 def parameters(kind: str, args: argparse.Namespace) -> dict:
     params = dict(input=args.input, output=args.output, src_col=args.src_col, dst_col=args.dst_col,
                   backend=args.backend, compression=args.compression, partitions=args.partitions,
-                  output_layout=args.output_layout)
+                  output_layout=args.output_layout, filter=args.filter)
     if kind != "bfs":
         params["weight_col"] = None if args.weight_col == NO_WEIGHTS else args.weight_col
     if kind != "mst":
@@ -172,7 +178,8 @@ def _check_text(args: argparse.Namespace) -> None:
     a name in another encoding (a file called caf\xe9.parquet in Latin-1), which Python holds
     with surrogate escapes, failed the run with "'utf-8' codec can't encode character"."""
     given = [("input", args.input), ("--output", args.output), ("--src-col", args.src_col),
-             ("--dst-col", args.dst_col), ("--weight-col", getattr(args, "weight_col", None))]
+             ("--dst-col", args.dst_col), ("--weight-col", getattr(args, "weight_col", None)),
+             ("--filter", args.filter)]
     given += [("--source", s) for s in getattr(args, "source", None) or []]
     given += [("--source-set", i) for ids in getattr(args, "source_set", None) or [] for i in ids]
     for what, value in given:
@@ -194,6 +201,11 @@ def check(args: argparse.Namespace) -> str:
     """Checks that need no import; returns the runner kind asked for. Sets ``args.partitions``
     from $GRAPH_PARTITIONS when the option was not given."""
     _check_text(args)
+    if args.filter is not None:
+        try:
+            parse_filter(args.filter)
+        except FilterError as exc:
+            raise UsageError(str(exc)) from None
     for location in (args.input, args.output):
         try:
             locations.check_scheme(location)

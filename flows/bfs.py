@@ -22,7 +22,7 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName,
-    VertexId, finish, partition_count, run_paths,
+    VertexId, check_filter, finish, partition_count, run_paths,
 )
 from flows.runners import ChosenAtRunStart
 from tasks.graph_tasks import (
@@ -41,7 +41,7 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
              output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
              src_col: str = "src", dst_col: str = "dst", backend: Backend | None = None,
              compression: Compression = DEFAULT_COMPRESSION, partitions: Partitions = 1,
-             output_layout: OutputLayout = DEFAULT_LAYOUT) -> dict:
+             output_layout: OutputLayout = DEFAULT_LAYOUT, filter: str | None = None) -> dict:
     """BFS distances: load -> renumber -> CSR -> direction-optimizing BFS per source set (mapped
     across workers) -> verify each -> write each bfs_distances.parquet.
 
@@ -58,13 +58,15 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
         compression: Parquet compression of the results (snappy: fast to write and read; zstd: smaller).
         partitions: Dask workers to split the graph over (one GPU each), or auto (one when the graph fits one GPU, else every GPU worker).
         output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
+        filter: Keep only the rows this expression passes, e.g. "day >= '2026-11-01' and weight > 0.5": hive partition folders (key=value) and data columns; see docs/inputs.md#filters.
     """
     started = time.perf_counter()
     input, output = run_paths(input, output)
+    check_filter(filter)
     plan = source_plan(source, source_sets)
     outputs = plan.directories(output)
     count = partition_count("bfs", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
-                            algorithms=("bfs",), directed=directed)
+                            algorithms=("bfs",), directed=directed, filter=filter)
     results = [join(o, BFS_RESULT_NAME) for o in outputs]
     check_output_paths(input, results, directories=count > 1)
     if count > 1:
@@ -72,9 +74,9 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
         summary = run.submit(input, output, count, source=source, source_sets=source_sets, forest=False,
                              directed=directed, depth_limit=depth_limit, src_col=src_col, dst_col=dst_col,
                              weight_col=None, backend=backend, output_layout=output_layout,
-                             compression=compression)
+                             compression=compression, filter=filter)
         return finish("bfs", input, summary, started, [summary])
-    prepared = load_edges.submit(input, src_col, dst_col, None, backend, ("bfs",), directed)
+    prepared = load_edges.submit(input, src_col, dst_col, None, backend, ("bfs",), directed, filter)
     graph = build_csr.submit(prepared, directed)
     searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), plan.sets, unmapped(depth_limit),
                                         plan.keys)

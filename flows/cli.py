@@ -110,7 +110,7 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
         # a CPU cluster of this machine gets a worker per partition (a GPU cluster has one per GPU)
         environment["GRAPH_DASK_WORKERS"] = str(max(cpu_workers(), args.partitions))
     with inherited_environment(environment):  # auto counts the workers of the cluster this backend gets
-        runner = task_runner(resolve_auto(runner_kind, args.input), args.dask_address)
+        runner = task_runner(resolve_auto(runner_kind, args.input, args.filter), args.dask_address)
     # a command-line run is watched by its caller: no heartbeat thread (it costs ~1 s per run)
     settings = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
     if server is not None:

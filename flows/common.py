@@ -21,6 +21,7 @@ from tasks.artifacts import publish_failure, publish_summary
 from tasks.errors import InputError
 from tasks.parameters import BACKENDS
 from tasks.parquet import locations
+from tasks.parquet.filters import parse as parse_filter
 from tasks.parquet.results import COMPRESSIONS, LAYOUTS
 from tasks.partitioned_tasks import decide_partitions
 from tasks.report import RunSummary, describe, input_stem
@@ -74,6 +75,13 @@ def run_paths(input: str, output: str | None) -> tuple[str, str]:
     scheme is refused (tasks.parquet.locations)."""
     output = output_directory(output, input)
     return (_absolute("input", input) if input else input), _absolute("output", output)
+
+
+def check_filter(filter: str | None) -> None:
+    """A filter's text is checked when the run starts, before any task: a typo fails the run at
+    once, naming what is wrong (its columns are checked against the input when it is read)."""
+    if filter is not None:
+        parse_filter(filter)
 
 
 def _absolute(what: str, path: str) -> str:

@@ -17,7 +17,7 @@ from prefect import flow
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, OutputLayout, Partitions, RunName, finish,
-    partition_count, run_paths,
+    check_filter, partition_count, run_paths,
 )
 from flows.runners import ChosenAtRunStart
 from tasks.graph_tasks import (
@@ -34,7 +34,7 @@ from tasks.partitioned_tasks import partitioned_runner
 def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_col: str = "dst",
              weight_col: str | None = "weight", backend: Backend | None = None,
              compression: Compression = DEFAULT_COMPRESSION, partitions: Partitions = 1,
-             output_layout: OutputLayout = DEFAULT_LAYOUT) -> dict:
+             output_layout: OutputLayout = DEFAULT_LAYOUT, filter: str | None = None) -> dict:
     """Minimum spanning forest: load -> renumber -> Boruvka -> verify -> write mst_edges.parquet.
 
     Args:
@@ -47,20 +47,22 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
         compression: Parquet compression of the results (snappy: fast to write and read; zstd: smaller).
         partitions: Dask workers to split the graph over (one GPU each), or auto (one when the graph fits one GPU, else every GPU worker).
         output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
+        filter: Keep only the rows this expression passes, e.g. "day >= '2026-11-01' and weight > 0.5": hive partition folders (key=value) and data columns; see docs/inputs.md#filters.
     """
     started = time.perf_counter()
     input, output = run_paths(input, output)
+    check_filter(filter)
     count = partition_count("mst", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
-                            weight_col=weight_col, algorithms=("msf",))
+                            weight_col=weight_col, algorithms=("msf",), filter=filter)
     results = [join(output, FOREST_RESULT_NAME)]
     check_output_paths(input, results, directories=count > 1)
     if count > 1:
         run = partitioned_runner(results, input)
         summary = run.submit(input, output, count, forest=True, src_col=src_col, dst_col=dst_col,
                              weight_col=weight_col, backend=backend, output_layout=output_layout,
-                             compression=compression)
+                             compression=compression, filter=filter)
         return finish("mst", input, summary, started, [summary])
-    prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("msf",))
+    prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("msf",), filter=filter)
     forest = spanning_forest.submit(prepared)
     check = validate_forest.submit(prepared, forest)
     write = results_writer(results, input)

@@ -17,7 +17,7 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName,
-    VertexId, finish, partition_count, run_paths,
+    VertexId, check_filter, finish, partition_count, run_paths,
 )
 from flows.runners import ChosenAtRunStart
 from tasks.graph_tasks import (
@@ -36,7 +36,8 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
                   output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
                   src_col: str = "src", dst_col: str = "dst", weight_col: str | None = "weight",
                   backend: Backend | None = None, compression: Compression = DEFAULT_COMPRESSION,
-                  partitions: Partitions = 1, output_layout: OutputLayout = DEFAULT_LAYOUT) -> dict:
+                  partitions: Partitions = 1, output_layout: OutputLayout = DEFAULT_LAYOUT,
+                  filter: str | None = None) -> dict:
     """BFS and minimum spanning forest with one ingest: load -> renumber -> CSR -> BFS per
     source set and Boruvka, in parallel -> verify all -> write all (and summarize).
 
@@ -54,13 +55,15 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
         compression: Parquet compression of the results (snappy: fast to write and read; zstd: smaller).
         partitions: Dask workers to split the graph over (one GPU each), or auto (one when the graph fits one GPU, else every GPU worker).
         output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
+        filter: Keep only the rows this expression passes, e.g. "day >= '2026-11-01' and weight > 0.5": hive partition folders (key=value) and data columns; see docs/inputs.md#filters.
     """
     started = time.perf_counter()
     input, output = run_paths(input, output)
+    check_filter(filter)
     plan = source_plan(source, source_sets)
     outputs = plan.directories(output)
     count = partition_count("pipeline", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
-                            weight_col=weight_col, algorithms=("bfs", "msf"), directed=directed)
+                            weight_col=weight_col, algorithms=("bfs", "msf"), directed=directed, filter=filter)
     results = [*(join(o, BFS_RESULT_NAME) for o in outputs), join(output, FOREST_RESULT_NAME)]
     check_output_paths(input, results, directories=count > 1)
     if count > 1:
@@ -68,9 +71,9 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
         summary = run.submit(input, output, count, source=source, source_sets=source_sets, forest=True,
                              directed=directed, depth_limit=depth_limit, src_col=src_col, dst_col=dst_col,
                              weight_col=weight_col, backend=backend, output_layout=output_layout,
-                             compression=compression)
+                             compression=compression, filter=filter)
         return finish("pipeline", input, summary, started, [summary])
-    prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("bfs", "msf"), directed)
+    prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("bfs", "msf"), directed, filter)
     graph = build_csr.submit(prepared, directed)
     searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), plan.sets, unmapped(depth_limit),
                                         plan.keys)

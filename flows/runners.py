@@ -159,29 +159,34 @@ def cluster_started_early(runner):
         runner.discard_early_cluster()
 
 
-def edge_count(path: str) -> int | None:
+def edge_count(path: str, filter: str | None = None) -> int | None:
     """Input rows according to the Parquet footers (no data is read), or None when they cannot
     be read: the load task then reports what is wrong with the input. The files are those the
     load reads (tasks.parquet.discovery.dataset_files): pyarrow.dataset would take a README beside the
-    parts for one and fail, and the count of a large graph would be unknown."""
+    parts for one and fail, and the count of a large graph would be unknown. With a filter, the
+    files of the partition folders it keeps (their rows, before its data columns are asked)."""
     import pyarrow.parquet as pq
 
     from tasks.parquet.discovery import dataset_files
     from tasks.parquet.filesystem import resolve
+    from tasks.parquet.selection import Selection
 
     try:
-        fs, _ = resolve(path)
-        return sum(pq.read_metadata(fs.arrow_path(f), filesystem=fs.arrow).num_rows for f in dataset_files(path)[0])
+        fs, root = resolve(path)
+        keep_folder = Selection(filter, root).keep_folder if filter is not None else None
+        return sum(pq.read_metadata(fs.arrow_path(f), filesystem=fs.arrow).num_rows
+                   for f in dataset_files(path, keep_folder)[0])
     except Exception:  # any unreadable input: the load task names the problem
         return None
 
 
-def resolve_auto(kind: str, path: str) -> str:
-    """``auto``: Dask for graphs of at least dask_min_edges() edges when this machine has
-    several workers to give it; threads otherwise."""
+def resolve_auto(kind: str, path: str, filter: str | None = None) -> str:
+    """``auto``: Dask for graphs of at least dask_min_edges() edges (the rows of the files a
+    filter's partition values keep) when this machine has several workers to give it; threads
+    otherwise."""
     if kind != "auto":
         return kind
-    edges = edge_count(path)
+    edges = edge_count(path, filter)
     if edges is None or edges < dask_min_edges():
         return "threads"
     return "dask" if cluster.local_workers() > 1 else "threads"

@@ -13,7 +13,9 @@ from tasks.graph_tasks import check_flow_run_going
 from tasks.lineage import materializing
 from tasks.partitioned.driver import count_partitions, run_partitioned
 from tasks.pickling import pickle_by_reference
-from tasks.report import RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, direction_summary, search_label
+from tasks.report import (
+    RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, direction_summary, filter_text, search_label,
+)
 
 
 RUN_OPTIONS = dict(cache_policy=NO_CACHE, persist_result=False, task_run_name=TaskRunName("partitioned"))
@@ -61,6 +63,8 @@ def partitioned_run(input: str, output: str, partitions=2, **options) -> RunSumm
         extra = {"forest edges": summary["forest_edges"], "total weight": summary["forest_weight"],
                  "partitions": summary["partitions"], "seconds (every check of the run)": validate_seconds}
         artifacts.publish_validation("MSF", "msf-validation", summary.pop("msf_validation"), extra, validate_seconds)
+    if "filter" in summary:
+        get_run_logger().info("%s", filter_text(summary))
     artifacts.wait_until_published()  # the run's one task: its reports are on the server when it ends
     get_run_logger().info("partitioned run on %d ranks, layout %s: wrote %s", summary["partitions"], summary["layout"],
                           ", ".join(summary["outputs"]))
@@ -76,13 +80,13 @@ def partitioned_runner(results: list, input: str) -> Task:
 @task(cache_policy=NO_CACHE, persist_result=False, task_run_name=TaskRunName("partitions"))
 def decide_partitions(input: str, partitions="auto", backend: str | None = None, src_col: str = "src",
                       dst_col: str = "dst", weight_col: str | None = None, algorithms: tuple = ("bfs", "msf"),
-                      directed: bool = False) -> int:
+                      directed: bool = False, filter: str | None = None) -> int:
     """How many partitions the run will use (count_partitions, asked of the task runner's
     cluster when this task runs on a Dask worker): 1 means the one-partition recipe."""
     import distributed
 
     options = dict(backend=backend, src_col=src_col, dst_col=dst_col, weight_col=weight_col, algorithms=algorithms,
-                   directed=directed)
+                   directed=directed, filter=filter)
     try:
         distributed.get_worker()
     except ValueError:

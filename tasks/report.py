@@ -40,6 +40,15 @@ class RunSummary(TypedDict):
     rounds: NotRequired[int]  # Boruvka rounds
     edges_per_second: NotRequired[int | None]  # input edges per second of the forest's stage
     unit_weights: NotRequired[bool]  # the input had no weight column: every edge weighed 1
+    # a filtered input (tasks.parquet.selection): the filter's text, the files with a row it
+    # kept, the files opened (the rest were in excluded partition folders), the row groups their
+    # statistics ruled out, and the rows of the files opened (``edges`` are the rows kept)
+    filter: NotRequired[str]
+    filter_files: NotRequired[int]
+    filter_files_read: NotRequired[int]
+    filter_folders_excluded: NotRequired[int]
+    filter_row_groups_skipped: NotRequired[int]
+    filter_rows_read: NotRequired[int]
     # stage seconds, in the order the stages run (STAGES)
     connect_seconds: NotRequired[float]
     load_seconds: NotRequired[float]
@@ -121,7 +130,20 @@ def describe(kind: str, s: RunSummary) -> str:
         parts.append(f"forest of {count(s['forest_edges'], 'edge')}, weight {weight_text(s['forest_weight'])}, "
                      f"{count(s['components'], 'component')}"
                      + (" (unweighted: every edge weighs 1)" if s.get("unit_weights") else ""))
+    if "filter" in s:
+        parts.append(filter_text(s))
     return f"{kind}: {'; '.join(parts)}; validation {s['validation']} ({s['total_seconds']:.2f} s)"
+
+
+def filter_text(s: dict) -> str:
+    """What a filter kept, in words: 'filter day >= '2026-11-02' kept 4 of 6 files read (3
+    partition folders excluded), 120 of 180 rows'."""
+    excluded = s["filter_folders_excluded"]
+    skipped = s["filter_row_groups_skipped"]
+    return (f"filter {s['filter']} kept {number(s['filter_files'])} of {count(s['filter_files_read'], 'file')} read"
+            + (f" ({count(excluded, 'partition folder')} excluded)" if excluded else "")
+            + f", {number(s['edges'])} of {count(s['filter_rows_read'], 'row')}"
+            + (f" ({count(skipped, 'row group')} skipped by statistics)" if skipped else ""))
 
 
 def summary_rows(summary: RunSummary) -> list[dict]:
@@ -135,6 +157,8 @@ def summary_rows(summary: RunSummary) -> list[dict]:
     row("input", s["input"])
     row("vertices", number(s["vertices"]))
     row("edges", f"{number(s['edges'])} input rows ({number(s['self_loops'])} self-loops, ignored)")
+    if "filter" in s:
+        row("filter", filter_text(s))
     if "forest_edges" in s:
         row("components", number(s["components"]))
         row("forest", f"{count(s['forest_edges'], 'edge')}, total weight {number(s['forest_weight'])}"

@@ -10,7 +10,10 @@ importing only modules listed above it:
   and object stores, which lack them;
 - concat: one Parquet file from several by copying pages (self-contained);
 - tables: the result tables, one pair of builders for both paths;
+- filters: the --filter language, parsed without eval (standard library only, for the command
+  line), and what hive folder values or row-group statistics say it can keep;
 - discovery: which files of an input are its data, and which inputs are refused;
+- selection: a filter applied to an input: folders pruned, row groups skipped, rows kept;
 - plan: the footer plan (files, row groups, id and weight types), read before any data;
 - checks: the value checks of ids and weights, one row group at a time;
 - read: the reader, one interface for a one-partition read and a partitioned run's shares,

@@ -12,7 +12,7 @@
   partitioned run's ranks can agree on it.
 - source ids given by the user (``integer_vertex_id``).
 Every error is a tasks.errors.InputError naming the file, the column and the row within the
-file (counted from 0).
+file (counted from 0; a filtered unit's rows are mapped back to theirs, ReadUnit.row_in_file).
 """
 from __future__ import annotations
 
@@ -59,19 +59,19 @@ def first_invalid_string(col: pa.Array) -> int:
 def unit_ids(unit: ReadUnit, col: pa.ChunkedArray, name: str) -> np.ndarray | pa.ChunkedArray:
     """A unit's id column: an integer ndarray, or large_string chunks for string ids."""
     if col.null_count:
-        raise InputError(f"{unit.file}: column {name!r} is null at row {unit.file_row + first_true(pc.is_null(col))}")
+        raise InputError(f"{unit.file}: column {name!r} is null at row {unit.row_in_file(first_true(pc.is_null(col)))}")
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)
     if id_kind(col.type) == "integer":
         return col.to_numpy()
     # Parquet readers do not check that a string column holds UTF-8; such bytes would be copied
     # into the results, which Arrow itself then refuses to read
-    offset = unit.file_row
+    offset = 0
     for chunk in col.chunks:
         try:
             chunk.validate(full=True)
         except pa.ArrowInvalid:
-            row = offset + first_invalid_string(chunk)
+            row = unit.row_in_file(offset + first_invalid_string(chunk))
             raise InputError(f"{unit.file}: column {name!r} holds a string that is not valid UTF-8 at row {row}") from None
         offset += len(chunk)
     return col.cast(pa.large_string())
@@ -80,7 +80,7 @@ def unit_ids(unit: ReadUnit, col: pa.ChunkedArray, name: str) -> np.ndarray | pa
 def unit_weights(unit: ReadUnit, col: pa.ChunkedArray, name: str, dtype: np.dtype) -> np.ndarray:
     """A unit's weights in the edge list's weight dtype, every one finite (integers exactly)."""
     if col.null_count:
-        raise InputError(f"{unit.file}: weight column {name!r} is null at row {unit.file_row + first_true(pc.is_null(col))}")
+        raise InputError(f"{unit.file}: weight column {name!r} is null at row {unit.row_in_file(first_true(pc.is_null(col)))}")
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)
     if pa.types.is_integer(col.type):
@@ -96,7 +96,7 @@ def unit_weights(unit: ReadUnit, col: pa.ChunkedArray, name: str, dtype: np.dtyp
     bad = ~np.isfinite(weight)
     if bad.any():
         row = first_true(bad)
-        raise InputError(f"{unit.file}: weight column {name!r} is {weight[row]} at row {unit.file_row + row}; "
+        raise InputError(f"{unit.file}: weight column {name!r} is {weight[row]} at row {unit.row_in_file(row)}; "
                          "weights must be finite")
     if precision > DECIMAL_DIGITS_FLOAT64_KEEPS:
         refuse_blurred_decimals(unit, col, weight, name)
@@ -115,7 +115,7 @@ def refuse_blurred_decimals(unit: ReadUnit, text: pa.ChunkedArray, weight: np.nd
     values = pc.take(text, pa.array(long_rows)).to_pylist()
     for row, value in zip(long_rows, values):
         if Decimal(value) != Decimal(repr(float(weight[row]))):
-            raise InputError(f"{unit.file}: weight column {name!r} holds {value} at row {unit.file_row + int(row)}, "
+            raise InputError(f"{unit.file}: weight column {name!r} holds {value} at row {unit.row_in_file(row)}, "
                              "which float64 cannot tell apart from nearby decimals (more significant digits than "
                              "it holds), so two weights could tie; round the weights to 15 significant digits, or "
                              "store them as float64 if they were made from floating-point numbers")
@@ -146,7 +146,7 @@ def integer_weights(unit: ReadUnit, weight: np.ndarray, name: str) -> np.ndarray
         if inexact.any():
             row = first_true(inexact)
             raise InputError(f"{unit.file}: weight column {name!r} holds {int(weight[row])} at row "
-                             f"{unit.file_row + row}, which float64 cannot hold exactly (integers beyond 2**53 "
+                             f"{unit.row_in_file(row)}, which float64 cannot hold exactly (integers beyond 2**53 "
                              "lose digits); scale the weights down")
     return weight.astype(np.float64)
 
@@ -166,10 +166,10 @@ def find_signs(unit: ReadUnit, column: str, ids: np.ndarray) -> Signs:
     found = Signs()
     if ids.dtype == np.uint64 and ids.size and ids.max() > np.iinfo(np.int64).max:
         row = first_true(ids > np.iinfo(np.int64).max)
-        found.big = (unit.file, column, unit.file_row + row, int(ids[row]))
+        found.big = (unit.file, column, unit.row_in_file(row), int(ids[row]))
     elif ids.dtype.kind == "i" and ids.size and ids.min() < 0:
         row = first_true(ids < 0)
-        found.negative = (unit.file, column, unit.file_row + row, int(ids[row]))
+        found.negative = (unit.file, column, unit.row_in_file(row), int(ids[row]))
     return found
 
 

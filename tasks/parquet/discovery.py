@@ -80,9 +80,11 @@ def _names(fs: Filesystem, folder: Path) -> list[str]:
         return []
 
 
-def dataset_files(location: str | os.PathLike) -> tuple[list[Path], list[Path]]:
+def dataset_files(location: str | os.PathLike, keep_folder=None) -> tuple[list[Path], list[Path]]:
     """The Parquet files of an input (a file, or a directory holding one dataset) and the files
-    looked at and skipped because they are not Parquet. Raises InputError naming the path."""
+    looked at and skipped because they are not Parquet. Raises InputError naming the path.
+    ``keep_folder(path)``, if given, is asked of every folder below the root before it is
+    entered: a folder it refuses (a filter's hive partition) is not listed, nor any file in it."""
     fs, root = resolve(location)
     top = fs.entry(root)
     if top.kind != "directory":
@@ -91,7 +93,7 @@ def dataset_files(location: str | os.PathLike) -> tuple[list[Path], list[Path]]:
         if problem:
             raise InputError(f"{root}: not a readable Parquet file ({problem})")
         return [root], []
-    files, skipped = [], []
+    files, skipped, excluded = [], [], 0
     seen: set = set()  # Entry.key: a folder or file reached twice is read once
     folders = [top]
     while folders:
@@ -107,7 +109,10 @@ def dataset_files(location: str | os.PathLike) -> tuple[list[Path], list[Path]]:
                 continue
             entry = fs.entry(folder.path / name)
             if entry.kind == "directory":
-                folders.append(entry)
+                if keep_folder is None or keep_folder(entry.path):
+                    folders.append(entry)
+                else:
+                    excluded += 1
                 continue
             require_regular_file(entry)
             if entry.key in seen:
@@ -123,6 +128,9 @@ def dataset_files(location: str | os.PathLike) -> tuple[list[Path], list[Path]]:
                                  "rename it to read it as data, or start its name with _ to skip it")
             else:
                 skipped.append(entry.path)
+    if not files and excluded:
+        raise InputError(f"filter: kept no files of {root} (its partition values exclude {excluded} "
+                         f"folder{'s' if excluded > 1 else ''})")
     if not files:
         listed = ", ".join(str(p.relative_to(root)) for p in sorted(skipped)[:3]) + (", ..." if len(skipped) > 3 else "")
         raise InputError(f"{root}: directory holds no Parquet files (*.parquet, *.parq, *.pq, part-*)"

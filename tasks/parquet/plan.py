@@ -21,6 +21,7 @@ file (and column, row group).
 from __future__ import annotations
 
 import os
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from tasks.errors import InputError
 from tasks.parquet.discovery import dataset_files
 from tasks.parquet.filesystem import Filesystem, resolve
 from tasks.parquet.results import RESULT_KEY
+from tasks.parquet.selection import Selection
 
 
 @dataclass
@@ -41,10 +43,34 @@ class ReadUnit:
     file: Path
     metadata: pq.FileMetaData
     group: int
-    file_row: int  # its first row within the file: errors name rows of files
+    file_row: int  # its row group's first row within the file: errors name rows of files
     start: int  # its first row within the whole edge list
     rows: int
     identity: tuple  # the file as its footer was read (Filesystem.identity)
+    # a filter's rows of the row group: np.packbits over the group's rows (None: every row);
+    # the unit's rows are those, in order
+    keep: np.ndarray | None = None
+
+    def kept(self) -> np.ndarray | None:
+        """One bool per row of the row group: the rows this unit holds (None: all of them)."""
+        if self.keep is None:
+            return None
+        return np.unpackbits(self.keep, count=self.metadata.row_group(self.group).num_rows).astype(bool)
+
+    def row_in_file(self, i: int) -> int:
+        """The row within the file of the unit's row ``i``: what an error names."""
+        if self.keep is None:
+            return self.file_row + int(i)
+        return self.file_row + int(np.flatnonzero(self.kept())[i])
+
+    def piece(self, lo: int, hi: int) -> ReadUnit:
+        """Its rows [lo, hi) of the edge list (numbered as ``start`` is) as a unit of their own."""
+        if self.keep is None:
+            return dataclasses.replace(self, file_row=self.file_row + lo - self.start, start=lo, rows=hi - lo)
+        kept = self.kept()
+        inside = np.zeros_like(kept)
+        inside[np.flatnonzero(kept)[lo - self.start:hi - self.start]] = True
+        return dataclasses.replace(self, start=lo, rows=hi - lo, keep=np.packbits(inside))
 
     def column_ranges(self, columns: list[str]) -> dict[str, tuple[int, int]]:
         """Byte range [offset, offset + length) in the file of each column's chunk in this row
@@ -75,6 +101,7 @@ class FooterPlan:
     vertex_bound: int  # at most this many distinct ids: 2 x rows, or the ids' range by the footers
     filesystem: Filesystem  # where the files are read from
     skipped: list[Path]  # files of a dataset directory looked at and skipped (not Parquet)
+    selection: dict | None = None  # what a filter kept (Selection.report), None without one
 
 
 @dataclass
@@ -116,11 +143,13 @@ def check_columns(path: str, src_col: str, dst_col: str, weight_col: str | None)
 
 
 def plan_input(path: str | os.PathLike, src_col: str = "src", dst_col: str = "dst",
-               weight_col: str | None = "weight") -> InputPlan:
-    """Files, row groups and types of a Parquet edge list, from the footers alone."""
+               weight_col: str | None = "weight", filter: str | None = None) -> InputPlan:
+    """Files, row groups and types of a Parquet edge list, from the footers alone (and, with a
+    ``filter``, its data columns: the rows it keeps, tasks.parquet.selection)."""
     check_columns(str(path), src_col, dst_col, weight_col)
-    files, skipped = dataset_files(path)
-    return InputPlan(str(path), plan_footers(str(path), files, src_col, dst_col, weight_col, skipped),
+    selection = Selection(filter, resolve(path)[1]) if filter is not None else None
+    files, skipped = dataset_files(path, selection.keep_folder if selection else None)
+    return InputPlan(str(path), plan_footers(str(path), files, src_col, dst_col, weight_col, skipped, selection),
                      src_col, dst_col, weight_col)
 
 
@@ -208,8 +237,9 @@ def check_unchanged(fs: Filesystem, file: Path, identity: tuple) -> None:
 
 
 def plan_footers(path: str, files: list[Path], src_col: str, dst_col: str, weight_col: str | None,
-                 skipped: list[Path] = ()) -> FooterPlan:
-    """The footer plan of ``files`` (an input's Parquet files, in discovery order)."""
+                 skipped: list[Path] = (), selection: Selection | None = None) -> FooterPlan:
+    """The footer plan of ``files`` (an input's Parquet files, in discovery order), of the rows
+    ``selection`` keeps when there is one."""
     fs, _ = resolve(path)
     columns = list(dict.fromkeys([src_col, dst_col] + ([weight_col] if weight_col else [])))
     units, rows, first_of_kind, id_types, weight_types = [], 0, {}, set(), set()
@@ -219,7 +249,8 @@ def plan_footers(path: str, files: list[Path], src_col: str, dst_col: str, weigh
         identity = fs.identity(file)
         with open_checked(fs, file, columns, (src_col, dst_col), weight_col) as parquet:
             meta, schema = parquet.metadata, parquet.schema_arrow
-        check_unchanged(fs, file, identity)
+            keep = selection.row_groups(file, parquet) if selection else [None] * meta.num_row_groups
+        check_unchanged(fs, file, identity)  # (the filter's columns came from this version too)
         if RESULT_KEY in (meta.metadata or {}):
             results[file] = meta.metadata[RESULT_KEY].decode(errors="replace")
         file_rows = check_row_counts(file, meta, columns)
@@ -240,14 +271,23 @@ def plan_footers(path: str, files: list[Path], src_col: str, dst_col: str, weigh
         file_row = 0
         for group in range(meta.num_row_groups):
             count = meta.row_group(group).num_rows
-            if count:
-                units.append(ReadUnit(file, meta, group, file_row, rows, count, identity))
+            kept = count if keep[group] is None else 0 if keep[group] is False else int(
+                np.unpackbits(keep[group], count=count).sum())
+            if kept:
+                units.append(ReadUnit(file, meta, group, file_row, rows, kept, identity,
+                                      None if keep[group] is None else keep[group]))
                 if kind == "integer":
                     _widen(id_range, meta.row_group(group), (src_col, dst_col))
             file_row += count
-            rows += count
+            rows += kept
         assert file_row == file_rows
     refuse_results_among_edges(path, files, results)
+    report = None
+    if selection is not None:
+        report = selection.report(len({u.file for u in units}))
+        if rows == 0:
+            raise InputError(f"filter: kept no rows of {path} ({report['filter_rows_read']:,} rows in "
+                             f"{report['filter_files_read']:,} files read)")
     if rows == 0:
         raise InputError(f"{path}: the edge list is empty (0 rows)")
     mixed = np.dtype(np.uint64) in id_types and any(t.kind == "i" for t in id_types)
@@ -260,7 +300,7 @@ def plan_footers(path: str, files: list[Path], src_col: str, dst_col: str, weigh
     if None not in id_range and False not in id_range:
         bound = min(bound, id_range[1] - id_range[0] + 1)
     return FooterPlan(units, rows, columns, "integer" not in first_of_kind, id_type, mixed, weight_type, bound,
-                      fs, list(skipped))
+                      fs, list(skipped), report)
 
 
 def refuse_results_among_edges(path: str, files: list[Path], results: dict[Path, str]) -> None:

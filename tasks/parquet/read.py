@@ -15,19 +15,20 @@ through the plan's filesystem (``FooterPlan.filesystem.arrow.open_input_file``, 
   for string ids, int32 codes into ``names`` (a pyarrow large_string array over src and dst).
 - ``weight``: float32 when every file's weights are float16 or float32, else float64 (integers
   and decimals included), or None; ``rows``: number of input rows; ``path``: input name.
-- ``skipped``: files of a dataset directory that were looked at and are not data (not Parquet).
+- ``skipped``: files of a dataset directory that were looked at and are not data (not Parquet);
+  ``selection``: what a filter kept (tasks.parquet.selection), None without one.
 ``Share`` encoding: ``src``/``dst`` the ids in the plan's integer dtype (int64 bit patterns
 while uint64 ids sit beside signed ones: ``signs`` then says, per row group, which ids only one
 of int64 and uint64 can hold, and the ranks agree on one type), or for string ids int32 codes
 into ``names`` (the share's own distinct ids, as an EdgeTable's); ``weight`` as above; the
 share's first global row is ``row_offset``.
-Rows are the dataset's files in discovery order, each file's rows in order. Every check runs on
+Rows are the dataset's files in discovery order, each file's rows in order (with a filter, only
+the rows it keeps: edge e is the e-th row kept). Every check runs on
 one row group of one file at a time (tasks.parquet.checks), and an error names that file and
 the row within it (counted from 0).
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -58,6 +59,7 @@ class EdgeTable:
     names: pa.Array | None  # string ids: vertex code -> name
     path: str
     skipped: list[str] = field(default_factory=list)
+    selection: dict | None = None
 
     @property
     def rows(self) -> int:
@@ -102,12 +104,13 @@ class ReaderBackend(Protocol):
 
 
 def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None = "weight", xp=np,
-               before_reading=None, backend: str = "host") -> EdgeTable:
-    """Read and check an edge list (a Parquet file or a directory holding one dataset) into
-    arrays of the backend ``xp`` (numpy or cupy), row groups decoded in parallel.
+               before_reading=None, backend: str = "host", filter: str | None = None) -> EdgeTable:
+    """Read and check an edge list (a Parquet file or a directory holding one dataset; with a
+    ``filter``, the rows it keeps) into arrays of the backend ``xp`` (numpy or cupy), row
+    groups decoded in parallel.
     ``before_reading(rows, vertex_bound, weight_dtype)``, if given, is called once the footers
     are read and before any array is allocated (a memory check can refuse the input there)."""
-    plan = plan_input(path, src_col, dst_col, weight_col)
+    plan = plan_input(path, src_col, dst_col, weight_col, filter=filter)
     footers = plan.footers
     if before_reading is not None:
         before_reading(footers.rows, footers.vertex_bound, footers.weight_type)
@@ -115,12 +118,12 @@ def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None =
     skipped = [str(p) for p in footers.skipped]
     if footers.strings:
         src, dst, names = string_codes(rows.strings, xp)
-        return EdgeTable(src, dst, rows.weight, names, str(path), skipped)
+        return EdgeTable(src, dst, rows.weight, names, str(path), skipped, footers.selection)
     src, dst = rows.src, rows.dst
     if footers.mixed_signs:
         unified = unify_signs(rows.signs)
         src, dst = src.view(unified), dst.view(unified)
-    return EdgeTable(src, dst, rows.weight, None, str(path), skipped)
+    return EdgeTable(src, dst, rows.weight, None, str(path), skipped, footers.selection)
 
 
 def string_codes(pieces: list[tuple], xp):
@@ -145,9 +148,10 @@ def read_share(plan: InputPlan, rank: int, size: int, xp=np, backend: str = "hos
 
 
 def read_row_group(plan: InputPlan, unit: ReadUnit, use_threads: bool) -> pa.Table:
-    """The plan's columns of one row group, decoded by pyarrow; the file checked to be the
-    planned one before it is opened and after the row group is read, so every byte read came
-    from it (a replacement after the open is refused too: the input changed)."""
+    """The plan's columns of one row group, decoded by pyarrow, only the unit's rows (a filter's;
+    tasks.parquet.selection); the file checked to be the planned one before it is opened and
+    after the row group is read, so every byte read came from it (a replacement after the open
+    is refused too: the input changed)."""
     fs, columns = plan.footers.filesystem, plan.footers.columns
     check_unchanged(fs, unit.file, unit.identity)
     try:
@@ -166,10 +170,12 @@ def read_row_group(plan: InputPlan, unit: ReadUnit, use_threads: bool) -> pa.Tab
             check_unchanged(fs, unit.file, unit.identity)
             raise InputError(_locate_damage(unit, parquet, columns, exc)) from None
     check_unchanged(fs, unit.file, unit.identity)
-    if table.num_rows != unit.rows:
-        raise InputError(f"{unit.file}: corrupt Parquet data: row group {unit.group} claims {unit.rows} rows "
+    claimed = unit.metadata.row_group(unit.group).num_rows
+    if table.num_rows != claimed:
+        raise InputError(f"{unit.file}: corrupt Parquet data: row group {unit.group} claims {claimed} rows "
                          f"but {table.num_rows} were read")
-    return table
+    kept = unit.kept()
+    return table if kept is None else table.filter(pa.array(kept))
 
 
 def _locate_damage(unit: ReadUnit, parquet: pq.ParquetFile, columns: list[str], exc: Exception) -> str:
@@ -210,8 +216,7 @@ class HostReader:
             piece = unit
             if (lo, hi) != (unit.start, unit.start + unit.rows):
                 table = table.slice(lo - unit.start, hi - lo)
-                # the piece as a unit of its own: the checks count rows from its first row in the file
-                piece = dataclasses.replace(unit, file_row=unit.file_row + lo - unit.start, start=lo, rows=hi - lo)
+                piece = unit.piece(lo, hi)  # a unit of its own: the checks name its rows in the file
             ids = [unit_ids(piece, table[c], c) for c in ends]
             w = unit_weights(piece, table[plan.weight_col], plan.weight_col, footers.weight_type) \
                 if plan.weight_col else None

@@ -99,12 +99,12 @@ def choose_partitions(requested, rows: int, free: list[int], backend: str, path:
 
 def count_partitions(input: str, partitions="auto", *, backend: str | None = None, client=None,
                      src_col: str = "src", dst_col: str = "dst", weight_col: str | None = None,
-                     algorithms=("bfs", "msf"), directed: bool = False) -> int:
+                     algorithms=("bfs", "msf"), directed: bool = False, filter: str | None = None) -> int:
     """How many partitions a run of ``input`` would use on ``client``'s workers (without a
     client: the cluster a run starts on this machine, one worker per GPU): what a flow asks
     before choosing between the one-partition recipe and ``partitioned_run``. Reads only the
     Parquet footers; an input the run would refuse for what they say is refused here."""
-    plan = plan_input(input, src_col, dst_col, weight_col)
+    plan = plan_input(input, src_col, dst_col, weight_col, filter=filter)
     workers = None
     if client is None:
         backend = be.resolve(backend)
@@ -153,9 +153,10 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
                     depth_limit: int | None = None, src_col: str = "src", dst_col: str = "dst",
                     weight_col: str | None = "weight", backend: str | None = None, output_layout: str = "file",
                     compression: str = DEFAULT_COMPRESSION, client=None, timeout: float | None = None,
-                    check=None) -> RunSummary:
+                    check=None, filter: str | None = None) -> RunSummary:
     """BFS from ``source`` (one search) or ``source_sets`` (one search each) and, if ``forest``,
-    the minimum spanning forest of the Parquet edge list ``input``, over ``partitions`` Dask
+    the minimum spanning forest of the Parquet edge list ``input`` (with a ``filter``, of the
+    rows it keeps: every rank reads through the one plan), over ``partitions`` Dask
     workers of ``client`` (a LocalCluster of that many workers when None). Results go to
     ``output`` as one file each (``output_layout="file"``) or one dataset directory each
     (``"dataset"``), only after every result verified; ``check()``, called just before the first
@@ -171,7 +172,7 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
     sets, bfs_results = searches.sets, searches.results(BFS_RESULT_NAME)
     if not sets and not forest:
         raise InputError("nothing to compute: give a BFS source or ask for the forest")
-    plan = plan_input(input, src_col, dst_col, weight_col if forest else None)
+    plan = plan_input(input, src_col, dst_col, weight_col if forest else None, filter=filter)
     for ids in sets:
         if not ids:  # a search from nowhere reaches nothing, and that answer would pass its checks
             raise InputError(f"{plan.path}: a BFS source set is empty")
@@ -266,7 +267,8 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
     # a stage lasts as long as its slowest rank
     seconds = {stage: max(s["seconds"].get(stage, 0.0) for s in summaries) for stage in figures.pop("seconds")}
     summary = run_summary(input=plan.path, backend=backend, device=f"{device}, {size} partitions", seconds=seconds,
-                          outputs=placed, partitions=size, layout=layout, **figures)  # (a failed check raised on the ranks)
+                          outputs=placed, partitions=size, layout=layout, **figures,
+                          **(plan.footers.selection or {}))  # (a failed check raised on the ranks)
     summary["total_seconds"] = round(time.perf_counter() - started, 3)
     return summary
 
