@@ -13,7 +13,9 @@ from tasks.graph_tasks import check_flow_run_going
 from tasks.lineage import materializing
 from tasks.partitioned.driver import count_partitions, run_partitioned
 from tasks.pickling import pickle_by_reference
-from tasks.report import RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, direction_summary, search_label
+from tasks.report import (
+    RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, direction_summary, reader_text, search_label,
+)
 
 
 RUN_OPTIONS = dict(cache_policy=NO_CACHE, persist_result=False, task_run_name=TaskRunName("partitioned"))
@@ -62,8 +64,8 @@ def partitioned_run(input: str, output: str, partitions=2, **options) -> RunSumm
                  "partitions": summary["partitions"], "seconds (every check of the run)": validate_seconds}
         artifacts.publish_validation("MSF", "msf-validation", summary.pop("msf_validation"), extra, validate_seconds)
     artifacts.wait_until_published()  # the run's one task: its reports are on the server when it ends
-    get_run_logger().info("partitioned run on %d ranks, layout %s: wrote %s", summary["partitions"], summary["layout"],
-                          ", ".join(summary["outputs"]))
+    get_run_logger().info("partitioned run on %d ranks, layout %s: wrote %s; reader %s", summary["partitions"],
+                          summary["layout"], ", ".join(summary["outputs"]), reader_text(summary["reader"]))
     return summary
 
 
