@@ -116,7 +116,8 @@ def reader_text(report: dict) -> str:
         text += (f"; host reader for {sum(fallbacks.values()):,} "
                  f"({', '.join(f'{reason}: {n:,}' for reason, n in fallbacks.items())})")
     if report.get("host_decompressed"):
-        text += "; decompressed on the host: " + ", ".join(f"{r}: {n:,}" for r, n in report["host_decompressed"].items())
+        text += "; decompressed on the host: " + ", ".join(
+            f"{reason}: {n:,}" for reason, n in report["host_decompressed"].items())
     return text
 
 

@@ -145,10 +145,10 @@ class PageReader:
         if not footers.strings:
             src, dst = xp.empty(stop - start, dtype=footers.id_type), xp.empty(stop - start, dtype=footers.id_type)
         weight = xp.empty(stop - start, dtype=footers.weight_type) if plan.weight_col else None
-        batch = Batch(plan, start, stop, xp, nvcomp, layouts, {"src": src, "dst": dst, "weight": weight})
+        read = PageRead(plan, start, stop, xp, nvcomp, layouts, {"src": src, "dst": dst, "weight": weight})
         batches = batch_units(units, footers.columns)
         threads = 1 if xp is not np else max(1, min(len(os.sched_getaffinity(0)), len(batches)))
-        results = run_in_order(batch.read, batches, threads)
+        results = run_in_order(read.batch, batches, threads)
         found = []
         for per_unit, counts, decompressed in results:
             found += per_unit
@@ -181,8 +181,8 @@ def batch_units(units: list[ReadUnit], columns: list[str]) -> list[list[ReadUnit
 
 
 @dataclasses.dataclass
-class Batch:
-    """One read's shared state; ``read`` does one batch of units."""
+class PageRead:
+    """One ``read_rows`` call's shared state; ``batch`` reads one batch of its units."""
 
     plan: InputPlan
     start: int
@@ -192,7 +192,7 @@ class Batch:
     layouts: dict
     dest: dict  # "src", "dst", "weight" -> the arrays being filled (None where absent)
 
-    def read(self, units: list[ReadUnit]):
+    def batch(self, units: list[ReadUnit]):
         """(per unit: its string ids (src, dst) or its Signs; (column, reader, reason) per column
         chunk; chunks decompressed on the host for want of an nvCOMP codec, per reason)."""
         plan, fs = self.plan, self.plan.footers.filesystem
