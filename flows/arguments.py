@@ -11,7 +11,7 @@ import os
 import sys
 
 from tasks import settings
-from tasks.parameters import BACKENDS, NO_WEIGHTS, RUNNERS, parse_partitions
+from tasks.parameters import BACKENDS, NO_WEIGHTS, READERS, RUNNERS, parse_partitions
 from tasks.parquet import locations
 from tasks.parquet.filters import FilterError, parse as parse_filter
 from tasks.parquet.results import COMPRESSIONS, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, LAYOUTS
@@ -150,6 +150,11 @@ def build_parser(kind: str) -> Parser:
                              "zstd makes smaller files)")
     parser.add_argument("--backend", choices=BACKENDS, default=None,
                         help="compute backend (default: $GRAPH_BACKEND, else auto: cupy when a GPU is usable)")
+    parser.add_argument("--reader", choices=READERS, default="auto",
+                        help="Parquet reader: gpu decodes the id and weight pages on the compute backend (on NumPy "
+                             "where CuPy is not usable), columns it does not take (string ids, decimal weights) on "
+                             "the host; host is pyarrow's reader; auto: gpu on a GPU with nvCOMP, else host "
+                             "(default: auto)")
     parser.add_argument("--runner", choices=RUNNERS, default=None,
                         help="where tasks run: threads of this process, Dask workers of this machine "
                              "(GPU workers when there is a GPU), or auto: threads below "
@@ -164,7 +169,8 @@ def build_parser(kind: str) -> Parser:
 def parameters(kind: str, args: argparse.Namespace) -> dict:
     params = dict(input=args.input, output=args.output, src_col=args.src_col, dst_col=args.dst_col,
                   backend=args.backend, compression=args.compression, partitions=args.partitions,
-                  output_layout=args.output_layout, filter=args.filter)
+                  output_layout=args.output_layout, filter=args.filter,
+                  reader=args.reader)
     if kind != "bfs":
         params["weight_col"] = None if args.weight_col == NO_WEIGHTS else args.weight_col
     if kind != "mst":

@@ -41,7 +41,7 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
              output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
              src_col: str = "src", dst_col: str = "dst", backend: Backend | None = None,
              compression: Compression = DEFAULT_COMPRESSION, partitions: Partitions = 1,
-             output_layout: OutputLayout = DEFAULT_LAYOUT, filter: str | None = None) -> dict:
+             output_layout: OutputLayout = DEFAULT_LAYOUT, filter: str | None = None, reader: str = "auto") -> dict:
     """BFS distances: load -> renumber -> CSR -> direction-optimizing BFS per source set (mapped
     across workers) -> verify each -> write each bfs_distances.parquet.
 
@@ -59,6 +59,7 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
         partitions: Dask workers to split the graph over (one GPU each), or auto (one when the graph fits one GPU, else every GPU worker).
         output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
         filter: Keep only the rows this expression passes, e.g. "day >= '2026-11-01' and weight > 0.5": hive partition folders (key=value) and data columns; see docs/inputs.md#filters.
+        reader: Parquet reader: gpu (the page reader on the compute backend: a GPU, else NumPy), host (pyarrow), or auto (gpu on a GPU with nvCOMP, else host).
     """
     started = time.perf_counter()
     input, output = run_paths(input, output)
@@ -74,9 +75,9 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
         summary = run.submit(input, output, count, source=source, source_sets=source_sets, forest=False,
                              directed=directed, depth_limit=depth_limit, src_col=src_col, dst_col=dst_col,
                              weight_col=None, backend=backend, output_layout=output_layout,
-                             compression=compression, filter=filter)
+                             compression=compression, filter=filter, reader=reader)
         return finish("bfs", input, summary, started, [summary])
-    prepared = load_edges.submit(input, src_col, dst_col, None, backend, ("bfs",), directed, filter)
+    prepared = load_edges.submit(input, src_col, dst_col, None, backend, ("bfs",), directed, filter, reader)
     graph = build_csr.submit(prepared, directed)
     searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), plan.sets, unmapped(depth_limit),
                                         plan.keys)

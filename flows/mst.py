@@ -34,7 +34,7 @@ from tasks.partitioned_tasks import partitioned_runner
 def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_col: str = "dst",
              weight_col: str | None = "weight", backend: Backend | None = None,
              compression: Compression = DEFAULT_COMPRESSION, partitions: Partitions = 1,
-             output_layout: OutputLayout = DEFAULT_LAYOUT, filter: str | None = None) -> dict:
+             output_layout: OutputLayout = DEFAULT_LAYOUT, filter: str | None = None, reader: str = "auto") -> dict:
     """Minimum spanning forest: load -> renumber -> Boruvka -> verify -> write mst_edges.parquet.
 
     Args:
@@ -48,6 +48,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
         partitions: Dask workers to split the graph over (one GPU each), or auto (one when the graph fits one GPU, else every GPU worker).
         output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
         filter: Keep only the rows this expression passes, e.g. "day >= '2026-11-01' and weight > 0.5": hive partition folders (key=value) and data columns; see docs/inputs.md#filters.
+        reader: Parquet reader: gpu (the page reader on the compute backend: a GPU, else NumPy), host (pyarrow), or auto (gpu on a GPU with nvCOMP, else host).
     """
     started = time.perf_counter()
     input, output = run_paths(input, output)
@@ -60,9 +61,9 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
         run = partitioned_runner(results, input)
         summary = run.submit(input, output, count, forest=True, src_col=src_col, dst_col=dst_col,
                              weight_col=weight_col, backend=backend, output_layout=output_layout,
-                             compression=compression, filter=filter)
+                             compression=compression, filter=filter, reader=reader)
         return finish("mst", input, summary, started, [summary])
-    prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("msf",), filter=filter)
+    prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("msf",), filter=filter, reader=reader)
     forest = spanning_forest.submit(prepared)
     check = validate_forest.submit(prepared, forest)
     write = results_writer(results, input)

@@ -37,7 +37,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
                   src_col: str = "src", dst_col: str = "dst", weight_col: str | None = "weight",
                   backend: Backend | None = None, compression: Compression = DEFAULT_COMPRESSION,
                   partitions: Partitions = 1, output_layout: OutputLayout = DEFAULT_LAYOUT,
-                  filter: str | None = None) -> dict:
+                  filter: str | None = None, reader: str = "auto") -> dict:
     """BFS and minimum spanning forest with one ingest: load -> renumber -> CSR -> BFS per
     source set and Boruvka, in parallel -> verify all -> write all (and summarize).
 
@@ -56,6 +56,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
         partitions: Dask workers to split the graph over (one GPU each), or auto (one when the graph fits one GPU, else every GPU worker).
         output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
         filter: Keep only the rows this expression passes, e.g. "day >= '2026-11-01' and weight > 0.5": hive partition folders (key=value) and data columns; see docs/inputs.md#filters.
+        reader: Parquet reader: gpu (the page reader on the compute backend: a GPU, else NumPy), host (pyarrow), or auto (gpu on a GPU with nvCOMP, else host).
     """
     started = time.perf_counter()
     input, output = run_paths(input, output)
@@ -71,9 +72,9 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
         summary = run.submit(input, output, count, source=source, source_sets=source_sets, forest=True,
                              directed=directed, depth_limit=depth_limit, src_col=src_col, dst_col=dst_col,
                              weight_col=weight_col, backend=backend, output_layout=output_layout,
-                             compression=compression, filter=filter)
+                             compression=compression, filter=filter, reader=reader)
         return finish("pipeline", input, summary, started, [summary])
-    prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("bfs", "msf"), directed, filter)
+    prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("bfs", "msf"), directed, filter, reader)
     graph = build_csr.submit(prepared, directed)
     searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), plan.sets, unmapped(depth_limit),
                                         plan.keys)

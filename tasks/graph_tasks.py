@@ -45,7 +45,7 @@ from tasks.parquet.tables import dense_bfs_table, dense_forest_table, vertex_nam
 from tasks.pickling import pickle_by_reference
 from tasks.report import (
     RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, count, direction_summary, filter_text,
-    msf_rounds_markdown, run_summary, search_label,
+    msf_rounds_markdown, reader_text, run_summary, search_label,
 )
 
 
@@ -66,6 +66,7 @@ class PreparedEdges:
     renumber_seconds: float
     unit_weights: bool = False  # an unweighted input's forest: every edge weighs 1 (UNIT_WEIGHT)
     selection: dict | None = None  # what a filter kept (the filter keys of RunSummary)
+    reader: dict | None = None  # which Parquet reader decoded what (tasks.parquet.host_reader)
 
     @property
     def rows(self) -> int:
@@ -186,7 +187,8 @@ def _update_progress(created, percent: float, description: str) -> None:
 
 
 def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None, backend: str | None,
-                  algorithms=("bfs", "msf"), directed: bool = False, filter: str | None = None) -> PreparedEdges:
+                  algorithms=("bfs", "msf"), directed: bool = False, filter: str | None = None,
+                  reader: str = "auto") -> PreparedEdges:
     """Read and check the Parquet edge list (with a ``filter``, the rows it keeps) straight into
     the compute backend's memory, then renumber its ids densely there. A GPU run that cannot fit
     is refused once the footers are read, before any upload."""
@@ -201,7 +203,8 @@ def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None,
 
     start = time.perf_counter()
     with device_memory_guard(path):
-        table = read_edges(path, src_col, dst_col, weight_col, xp=xp, before_reading=check_memory, filter=filter)
+        table = read_edges(path, src_col, dst_col, weight_col, xp=xp, before_reading=check_memory, filter=filter,
+                           reader=reader)
         be.synchronize(xp)
         read_seconds = time.perf_counter() - start
         start = time.perf_counter()
@@ -209,7 +212,8 @@ def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None,
             src, dst, ids = renumber(table.src, table.dst)
         except ValueError as exc:
             raise InputError(f"{path}: {exc}") from None
-        names, weight, skipped, selection = table.names, table.weight, table.skipped, table.selection
+        names, weight, skipped = table.names, table.weight, table.skipped
+        selection, report = table.selection, table.report
         unit_weights = weight is None and "msf" in algorithms
         if unit_weights:
             weight = xp.ones(table.rows, dtype=UNIT_WEIGHT)
@@ -218,18 +222,21 @@ def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None,
         del src, dst
         be.synchronize(xp)
     return PreparedEdges(edges, be.to_host(ids), names, str(path), skipped, backend, be.device_name(backend),
-                         edges.self_loops(), read_seconds, time.perf_counter() - start, unit_weights, selection)
+                         edges.self_loops(), read_seconds, time.perf_counter() - start, unit_weights, selection,
+                         report)
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False,
       task_run_name=TaskRunName("load"))
 def load_edges(path: str, src_col: str, dst_col: str, weight_col: str | None, backend: str | None,
-               algorithms: tuple = ("bfs", "msf"), directed: bool = False, filter: str | None = None) -> Timed:
+               algorithms: tuple = ("bfs", "msf"), directed: bool = False, filter: str | None = None,
+               reader: str = "auto") -> Timed:
     """The input on the compute backend, renumbered (a PreparedEdges, see prepare_input). The
-    backend is resolved here, on the worker that computes."""
-    p = prepare_input(path, src_col, dst_col, weight_col, backend, algorithms, directed, filter)
+    backend and the Parquet reader are resolved here, on the worker that computes."""
+    p = prepare_input(path, src_col, dst_col, weight_col, backend, algorithms, directed, filter, reader)
     logger = get_run_logger()
-    logger.info("read %s edges from %s in %.3f s", f"{p.rows:,}", path, p.read_seconds)
+    logger.info("read %s edges from %s in %.3f s; reader %s", f"{p.rows:,}", path, p.read_seconds,
+                reader_text(p.reader))
     if p.selection:
         logger.info("%s", filter_text({**p.selection, "edges": p.rows}))
     if p.skipped:
@@ -477,7 +484,7 @@ def summarize(p: PreparedEdges, graph: Timed | None, searches: list, forest: Tim
     seconds.update(validate=sum(c.seconds for c in checks), write=write_seconds)
     figures.update(p.selection or {})
     return run_summary(input=p.path, backend=p.backend, device=p.device, vertices=p.edges.n, edges=p.rows,
-                       self_loops=p.self_loops, seconds=seconds, outputs=outputs, **figures)
+                       self_loops=p.self_loops, seconds=seconds, outputs=outputs, reader=p.reader, **figures)
 
 
 pickle_by_reference(globals())  # tasks/pickling.py: Dask sends the functions by name

@@ -2,7 +2,7 @@
 checks its arguments with this module before it imports Prefect, so it imports nothing heavy),
 the flows' parameter types, and the partitioned driver.
 
-- the choice lists: BACKENDS, RUNNERS (the writer's, COMPRESSIONS and LAYOUTS, are
+- the choice lists: BACKENDS, RUNNERS, READERS (the writer's, COMPRESSIONS and LAYOUTS, are
   tasks.parquet.results');
 - ``parse_partitions``: a partition count as a flag, a setting or a parameter gives it;
 - ``source_plan``: the searches of a run, where each writes and how its artifacts are keyed.
@@ -18,6 +18,7 @@ from tasks.parquet.locations import join
 
 BACKENDS = ("auto", "numpy", "cupy")  # auto: cupy when a GPU is usable (kernels.backend.resolve)
 RUNNERS = ("auto", "dask", "threads")  # where tasks run (flows/runners.py)
+READERS = ("auto", "gpu", "host")  # the Parquet reader (tasks.parquet.read.resolve_reader)
 NO_WEIGHTS = "none"  # --weight-col none: an unweighted edge list (weight_col None in the flows)
 
 

@@ -14,7 +14,8 @@ from tasks.lineage import materializing
 from tasks.partitioned.driver import count_partitions, run_partitioned
 from tasks.pickling import pickle_by_reference
 from tasks.report import (
-    RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, direction_summary, filter_text, search_label,
+    RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, direction_summary, filter_text, reader_text,
+    search_label,
 )
 
 
@@ -66,8 +67,8 @@ def partitioned_run(input: str, output: str, partitions=2, **options) -> RunSumm
     if "filter" in summary:
         get_run_logger().info("%s", filter_text(summary))
     artifacts.wait_until_published()  # the run's one task: its reports are on the server when it ends
-    get_run_logger().info("partitioned run on %d ranks, layout %s: wrote %s", summary["partitions"], summary["layout"],
-                          ", ".join(summary["outputs"]))
+    get_run_logger().info("partitioned run on %d ranks, layout %s: wrote %s; reader %s", summary["partitions"],
+                          summary["layout"], ", ".join(summary["outputs"]), reader_text(summary["reader"]))
     return summary
 
 

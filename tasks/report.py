@@ -26,6 +26,9 @@ class RunSummary(TypedDict):
     self_loops: int
     validation: str  # "passed" (a run whose validation fails has no summary: it failed)
     outputs: list[str]  # absolute paths of the results written
+    # the Parquet reader: {"reader": "gpu" | "host", "columns": {column: {reader: column chunks}},
+    # "fallbacks": {reason: chunks left to the host reader}, ...} (tasks.parquet.host_reader)
+    reader: NotRequired[dict]
     total_seconds: NotRequired[float]  # from the flow's start to its summary (set by the flow)
     # BFS (flows bfs and pipeline); lists are per search, in the order of the source sets
     source_sets: NotRequired[int]  # searches run
@@ -88,6 +91,43 @@ def run_summary(*, input: str, backend: str, device: str, vertices: int, edges: 
     summary.update(figures)
     summary.update({f"{stage}_seconds": round(seconds[stage], 4) for stage in STAGES if stage in seconds})
     return summary
+
+
+def merge_reader_reports(reports: list[dict]) -> dict:
+    """The reader's report of a run whose ranks each read a share: chunk counts added."""
+    merged = {k: v for k, v in reports[0].items() if not isinstance(v, dict)}
+    for key in {k for r in reports for k, v in r.items() if isinstance(v, dict)}:
+        merged[key] = {}
+        for r in reports:
+            for name, value in r.get(key, {}).items():
+                if isinstance(value, dict):
+                    into = merged[key].setdefault(name, {})
+                    for by, n in value.items():
+                        into[by] = into.get(by, 0) + n
+                else:
+                    merged[key][name] = merged[key].get(name, 0) + value
+    return merged
+
+
+def reader_text(report: dict) -> str:
+    """Which reader decoded each column, and why any chunk fell back, on one line:
+    'host (pyarrow): src, dst, weight' or 'gpu page reader on cupy, nvCOMP decompression:
+    src 12/12 column chunks, dst 12/12, weight 4/12; host reader for 8 (decimal weights: 8)'."""
+    columns = report["columns"]
+    if report["reader"] == "host":
+        return f"host (pyarrow): {', '.join(columns)}"
+    parts = [f"{c} {n.get('gpu', 0):,}/{sum(n.values()):,}" for c, n in columns.items()]
+    if parts:
+        parts[0] += " column chunks"
+    text = f"gpu page reader on {report['xp']}, {report['decompress']} decompression: {', '.join(parts)}"
+    fallbacks = report.get("fallbacks") or {}
+    if fallbacks:
+        text += (f"; host reader for {sum(fallbacks.values()):,} "
+                 f"({', '.join(f'{reason}: {n:,}' for reason, n in fallbacks.items())})")
+    if report.get("host_decompressed"):
+        text += "; decompressed on the host: " + ", ".join(
+            f"{reason}: {n:,}" for reason, n in report["host_decompressed"].items())
+    return text
 
 
 def count(n: int, one: str, many: str | None = None) -> str:
@@ -176,6 +216,8 @@ def summary_rows(summary: RunSummary) -> list[dict]:
         stage = key.removesuffix("_seconds")
         row(f"{STAGES.get(stage, stage)} time", f"{s[key]:,.3f} s")
     row("backend", f"{s['backend']} on {s['device']}")
+    if "reader" in s:
+        row("Parquet reader", reader_text(s["reader"]))
     for path in s["outputs"]:
         row("output", path)
     return rows

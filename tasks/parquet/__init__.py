@@ -15,13 +15,16 @@ importing only modules listed above it:
 - discovery: which files of an input are its data, and which inputs are refused;
 - selection: a filter applied to an input: folders pruned, row groups skipped, rows kept;
 - plan: the footer plan (files, row groups, id and weight types), read before any data;
-- checks: the value checks of ids and weights, one row group at a time;
+- checks: the value checks of ids and weights, one row group at a time (Arrow columns, or
+  decoded NumPy/CuPy arrays with their validity);
+- pages, decompress: the page reader core (page headers as arrays, page decompression and CRC
+  checks; values decoded by kernels/parquet_decode.py);
+- host_reader: pyarrow's reader as a reader backend, and what every backend shares (``Rows``,
+  the reader's report);
+- page_reader: the page reader core as a reader backend, on the compute backend's arrays;
 - read: the reader, one interface for a one-partition read and a partitioned run's shares,
-  and its backends (the host's pyarrow decoder);
+  its backends chosen by name (auto, gpu, host);
 - output_paths: which result paths may be written;
 - write: atomic writes of result files, a partitioned run's parts;
-- publish: results put into place while no other run publishes there;
-- pages, decompress: the page reader core of a GPU reader (page headers as arrays, page
-  decompression and CRC checks; values decoded by kernels/parquet_decode.py), not yet a
-  reader backend (docs/gpu-reader.md).
+- publish: results put into place while no other run publishes there.
 """

@@ -11,6 +11,9 @@
   reports its first id of each kind (``Signs``), so the decision needs no second pass and a
   partitioned run's ranks can agree on it.
 - source ids given by the user (``integer_vertex_id``).
+- decoded columns (``decoded_ids``, ``decoded_weights``): the same checks, with the same
+  errors, on values a page decoder gave as NumPy or CuPy arrays with their validity mask (the
+  arrays stay on their device; only an offending value is copied back to be named).
 Every error is a tasks.errors.InputError naming the file, the column and the row within the
 file (counted from 0; a filtered unit's rows are mapped back to theirs, ReadUnit.row_in_file).
 """
@@ -24,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kernels.backend import array_module
 from tasks.errors import InputError
 from tasks.parquet.plan import ReadUnit, id_kind
 
@@ -37,10 +41,11 @@ DECIMAL_DIGITS_FLOAT64_KEEPS = 15
 
 
 def first_true(mask) -> int:
-    """Row of the first true value of a boolean (chunked) array or ndarray."""
-    if isinstance(mask, np.ndarray):
-        return int(np.flatnonzero(mask)[0])
-    return int(pc.index(mask, True).as_py())
+    """Row of the first true value of a boolean (chunked) Arrow array, or of a NumPy or CuPy
+    array that holds one."""
+    if isinstance(mask, (pa.Array, pa.ChunkedArray)):
+        return int(pc.index(mask, True).as_py())
+    return int(mask.argmax())
 
 
 def first_invalid_string(col: pa.Array) -> int:
@@ -93,13 +98,39 @@ def unit_weights(unit: ReadUnit, col: pa.ChunkedArray, name: str, dtype: np.dtyp
     if precision:
         col = col.cast(pa.string())
     weight = col.cast(pa.from_numpy_dtype(dtype)).to_numpy()
-    bad = ~np.isfinite(weight)
-    if bad.any():
-        row = first_true(bad)
-        raise InputError(f"{unit.file}: weight column {name!r} is {weight[row]} at row {unit.row_in_file(row)}; "
-                         "weights must be finite")
+    refuse_nonfinite(unit, weight, name)
     if precision > DECIMAL_DIGITS_FLOAT64_KEEPS:
         refuse_blurred_decimals(unit, col, weight, name)
+    return weight
+
+
+def refuse_nonfinite(unit: ReadUnit, weight, name: str) -> None:
+    """Refuse the first NaN or infinite weight (a NumPy or CuPy float array)."""
+    bad = ~array_module(weight).isfinite(weight)
+    if bad.any():
+        row = first_true(bad)
+        # float() names nan, inf and -inf as NumPy's float32 and float64 scalars do
+        raise InputError(f"{unit.file}: weight column {name!r} is {float(weight[row])} at row {unit.row_in_file(row)}; "
+                         "weights must be finite")
+
+
+def decoded_ids(unit: ReadUnit, values, valid, name: str):
+    """A unit's integer ids as a page decoder gave them (``valid``: None when no row is null),
+    refused as ``unit_ids`` refuses them."""
+    if valid is not None and not bool(valid.all()):
+        raise InputError(f"{unit.file}: column {name!r} is null at row {unit.row_in_file(first_true(~valid))}")
+    return values
+
+
+def decoded_weights(unit: ReadUnit, values, valid, name: str, dtype: np.dtype):
+    """A unit's integer, float32 or float64 weights as a page decoder gave them, in the edge
+    list's weight dtype, refused as ``unit_weights`` refuses them."""
+    if valid is not None and not bool(valid.all()):
+        raise InputError(f"{unit.file}: weight column {name!r} is null at row {unit.row_in_file(first_true(~valid))}")
+    if values.dtype.kind in "iu":
+        return integer_weights(unit, values, name)
+    weight = values.astype(dtype, copy=False)
+    refuse_nonfinite(unit, weight, name)
     return weight
 
 
@@ -133,15 +164,17 @@ def significant_digits(text: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.subtract(pc.binary_length(core), pc.count_substring(core, "."))
 
 
-def integer_weights(unit: ReadUnit, weight: np.ndarray, name: str) -> np.ndarray:
-    """Integer weights as float64, refused where float64 cannot hold one exactly."""
+def integer_weights(unit: ReadUnit, weight, name: str):
+    """Integer weights (a NumPy or CuPy array) as float64, refused where float64 cannot hold one
+    exactly."""
     # float64 holds an integer exactly when its odd part fits the 53-bit significand; beyond
     # 2**53 some do not, and rounding them would merge distinct weights and change the forest
     if weight.dtype.itemsize == 8:
+        xp = array_module(weight)
         bits = weight.view(np.uint64)
-        magnitude = np.where(weight < 0, ~bits + np.uint64(1), bits)  # |w|, -2**63 included
+        magnitude = xp.where(weight < 0, ~bits + np.uint64(1), bits)  # |w|, -2**63 included
         lowest_bit = magnitude & (~magnitude + np.uint64(1))
-        odd_part = magnitude // np.maximum(lowest_bit, np.uint64(1))
+        odd_part = magnitude // xp.maximum(lowest_bit, np.uint64(1))
         inexact = odd_part >= np.uint64(2**53)
         if inexact.any():
             row = first_true(inexact)
@@ -161,11 +194,12 @@ class Signs:
     negative: tuple | None = None
 
 
-def find_signs(unit: ReadUnit, column: str, ids: np.ndarray) -> Signs:
-    """The ``Signs`` of one unit's ids of ``column``."""
+def find_signs(unit: ReadUnit, column: str, ids) -> Signs:
+    """The ``Signs`` of one unit's ids of ``column`` (a NumPy or CuPy array)."""
     found = Signs()
-    if ids.dtype == np.uint64 and ids.size and ids.max() > np.iinfo(np.int64).max:
-        row = first_true(ids > np.iinfo(np.int64).max)
+    int64_max = np.uint64(np.iinfo(np.int64).max)  # a uint64 scalar: CuPy compares a Python int as int64
+    if ids.dtype == np.uint64 and ids.size and ids.max() > int64_max:
+        row = first_true(ids > int64_max)
         found.big = (unit.file, column, unit.row_in_file(row), int(ids[row]))
     elif ids.dtype.kind == "i" and ids.size and ids.min() < 0:
         row = first_true(ids < 0)

@@ -36,7 +36,7 @@ from tasks.parquet.publish import (
 from tasks.parquet.results import BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, FOREST_RESULT_NAME, LAYOUTS
 from tasks.partitioned.comm_tcp import CommError, comm_timeout, open_endpoint
 from tasks.partitioned.rank import RunSpec, nccl_unique_id, rank_main
-from tasks.report import RunSummary, run_summary
+from tasks.report import RunSummary, merge_reader_reports, run_summary
 
 # distributed is imported where a run needs it: importing a flow (which imports this module)
 # costs no Dask import, as flows.runners promises
@@ -153,14 +153,15 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
                     depth_limit: int | None = None, src_col: str = "src", dst_col: str = "dst",
                     weight_col: str | None = "weight", backend: str | None = None, output_layout: str = "file",
                     compression: str = DEFAULT_COMPRESSION, client=None, timeout: float | None = None,
-                    check=None, filter: str | None = None) -> RunSummary:
+                    check=None, filter: str | None = None, reader: str = "auto") -> RunSummary:
     """BFS from ``source`` (one search) or ``source_sets`` (one search each) and, if ``forest``,
     the minimum spanning forest of the Parquet edge list ``input`` (with a ``filter``, of the
     rows it keeps: every rank reads through the one plan), over ``partitions`` Dask
     workers of ``client`` (a LocalCluster of that many workers when None). Results go to
     ``output`` as one file each (``output_layout="file"``) or one dataset directory each
     (``"dataset"``), only after every result verified; ``check()``, called just before the first
-    result is moved into place, may still refuse (raise). Returns the run's summary."""
+    result is moved into place, may still refuse (raise). ``reader``: the Parquet reader each
+    rank reads its share with (tasks.parquet.read). Returns the run's summary."""
     started = time.perf_counter()
     if output_layout not in LAYOUTS:
         raise InputError(f"output layout must be one of {', '.join(LAYOUTS)} (got {output_layout!r})")
@@ -182,9 +183,9 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
         count = _requested_partitions(partitions)
         with _own_cluster(None if count == "auto" else count, backend) as own:
             return _drive(own, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
-                          output, output_layout, compression, timeout, started, check)
+                          output, output_layout, compression, timeout, started, check, reader)
     return _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
-                  output, output_layout, compression, timeout, started, check)
+                  output, output_layout, compression, timeout, started, check, reader)
 
 
 def _check_one_gpu_each(client, workers: list[str]) -> None:
@@ -201,7 +202,7 @@ def _check_one_gpu_each(client, workers: list[str]) -> None:
 
 
 def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend, output, layout,
-           compression, timeout, started, check=None) -> RunSummary:
+           compression, timeout, started, check=None, reader="auto") -> RunSummary:
     from distributed.comm import get_address_host
 
     workers = ordered_workers(client)
@@ -240,7 +241,8 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
         spec = RunSpec(token=token, plan=plan, size=size, endpoints=endpoints, nccl_id=nccl_id, backend=backend,
                        staging=str(staging), layout=layout, compression=compression, source_sets=sets,
                        bfs_results=bfs_results, forest=forest, directed=directed, depth_limit=depth_limit,
-                       timeout=comm_timeout() if timeout is None else timeout, kruskal_limit=KRUSKAL_LIMIT)
+                       timeout=comm_timeout() if timeout is None else timeout, kruskal_limit=KRUSKAL_LIMIT,
+                       reader=reader)
         futures = [client.submit(rank_main, spec, rank, workers=[w], allow_other_workers=False, pure=False,
                                  retries=0, key=f"partitioned-rank-{rank}-{token}")
                    for rank, w in enumerate(workers)]
@@ -266,6 +268,7 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
     figures = dict(summaries[0])  # every rank holds the run's figures after the reductions
     # a stage lasts as long as its slowest rank
     seconds = {stage: max(s["seconds"].get(stage, 0.0) for s in summaries) for stage in figures.pop("seconds")}
+    figures["reader"] = merge_reader_reports([s["reader"] for s in summaries])  # each rank read its own share
     summary = run_summary(input=plan.path, backend=backend, device=f"{device}, {size} partitions", seconds=seconds,
                           outputs=placed, partitions=size, layout=layout, **figures,
                           **(plan.footers.selection or {}))  # (a failed check raised on the ranks)

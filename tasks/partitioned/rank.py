@@ -55,6 +55,7 @@ class RunSpec:
     depth_limit: int | None
     timeout: float
     kruskal_limit: int
+    reader: str = "auto"  # the Parquet reader (tasks.parquet.read)
 
 
 def nccl_unique_id() -> tuple:
@@ -116,7 +117,8 @@ class _Rank:
         spec, comm = self.spec, self.comm
         plan = spec.plan
         started = time.perf_counter()
-        share = read_share(plan, self.rank, spec.size, self.xp)
+        share = read_share(plan, self.rank, spec.size, self.xp, reader=spec.reader)
+        self.summary["reader"] = share.report
         if plan.footers.mixed_signs:
             unified = self._unify_signs(share.signs)
             share.src, share.dst = share.src.view(unified), share.dst.view(unified)

@@ -1,0 +1,356 @@
+"""The page reader as a reader backend ("gpu"): a plan's id and weight column chunks read
+through the plan's filesystem (one ranged read per chunk), their page headers parsed, CRC32s
+checked, pages decompressed (nvCOMP's batched decoder where it is usable and the arrays are
+CuPy's, else pyarrow's codecs on the host) and decoded by kernels/parquet_decode.py into arrays
+of the compute backend: CuPy on a GPU, NumPy elsewhere (the same code, so it runs and is
+tested without a GPU).
+
+It returns the ``Rows`` the host reader returns, checked by the same functions
+(tasks.parquet.checks: ``decoded_ids`` and ``decoded_weights`` are ``unit_ids`` and
+``unit_weights`` on decoded arrays and validity masks), with the same errors. Corrupt data is
+refused as the host reader refuses it, ``FILE: corrupt Parquet data in column C, row group G
+(...)``, the parenthesis in the page reader's words (the page and what is wrong with it) where
+the host reader gives pyarrow's.
+
+A column chunk the page reader does not take is read by the host reader (pyarrow, that one
+column of that row group), and the reason is counted in the read's report:
+- by the footer: ids that are not integers ("string ids"), decimal or float16 weights, a
+  physical type other than INT32, INT64, FLOAT, DOUBLE (INT96, FIXED_LEN_BYTE_ARRAY,
+  BYTE_ARRAY, BOOLEAN), a codec pyarrow cannot decompress here (LZO), a file whose footer
+  counts fewer values than rows in a chunk;
+- by the page headers: a value encoding other than PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY,
+  DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT, or definition levels not in RLE (BIT_PACKED).
+Where nvCOMP lacks a chunk's codec (Brotli) its pages are decompressed on the host and still
+page-decoded: counted apart, in the report's ``host_decompressed``.
+
+Unit of work: a batch of consecutive row groups of one file holding at most ``BATCH_BYTES``
+of uncompressed column chunks (at least one row group), read with one open of the file; its
+chunks are decompressed together by nvCOMP (one batch per codec). Within a batch every row
+group is decoded, then checked src, dst, weight, in row order, so an error is the first the
+host reader would meet. Batches run on the host's cores with NumPy; on CuPy one after another
+(nvCOMP and the uploads share the device's stream).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pyarrow as pa
+
+from kernels.parquet_decode import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, ENCODING_NAMES, PLAIN,
+                                    PLAIN_DICTIONARY, RLE, RLE_DICTIONARY, to_logical)
+from tasks.errors import InputError
+from tasks.parquet.checks import (decoded_ids, decoded_weights, find_signs, unit_ids, unit_weights)
+from tasks.parquet.decompress import (HOST_CODECS, check_page_crcs, decompress_pages_host, decompress_pages_nvcomp,
+                                      nvcomp_usable)
+from tasks.parquet.host_reader import Rows, count_chunks, new_report, read_row_group, run_in_order
+from tasks.parquet.pages import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, PHYSICAL_DTYPES, ColumnChunk, PageTable,
+                                 decode_chunks, parse_page_headers, plan_column_chunks, read_chunk_bytes)
+from tasks.parquet.plan import InputPlan, ReadUnit, check_unchanged, value_type
+
+VALUE_ENCODINGS = (PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY, DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT)
+DICTIONARY_ENCODINGS = (PLAIN, PLAIN_DICTIONARY)
+# Uncompressed column-chunk bytes per batch: bounds the decompressed pages held at once (on the
+# GPU, beside the edge list being filled) while giving nvCOMP many pages per call.
+BATCH_BYTES = 256 << 20
+
+
+@dataclasses.dataclass
+class FileLayout:
+    """What the page reader needs from one file's footer: each (row group, column)'s chunk, the
+    column's Arrow type, and a reason to leave the whole file to the host reader (or None)."""
+
+    chunks: dict  # (row group, column name) -> ColumnChunk
+    types: dict  # column name -> Arrow value type
+    refused: str | None
+
+
+def file_layout(unit: ReadUnit, columns: list[str]) -> FileLayout:
+    schema = unit.metadata.schema.to_arrow_schema()
+    types = {c: value_type(schema.field(c).type) for c in columns}
+    try:
+        plan = plan_column_chunks(unit.metadata, columns, str(unit.file))
+    except InputError:
+        # the footer counts fewer values than rows in a chunk (written so by some writers when
+        # there are nulls); pyarrow reads such a chunk, the page planner does not
+        return FileLayout({}, types, "a chunk's values differ from its rows in the footer")
+    return FileLayout({(c.row_group, c.name): c for c in plan}, types, None)
+
+
+def footer_fallback(layout: FileLayout, chunk: ColumnChunk | None, column: str, is_id: bool) -> str | None:
+    """Why the footer alone sends this column chunk to the host reader; None: the page reader
+    takes it."""
+    if layout.refused:
+        return layout.refused
+    t = layout.types[column]
+    if is_id and not pa.types.is_integer(t):
+        return "string ids"
+    if pa.types.is_decimal(t):
+        return "decimal weights"
+    if pa.types.is_float16(t):
+        return "float16 weights"
+    if chunk.physical_type not in PHYSICAL_DTYPES:
+        return f"physical type {chunk.physical_type}"
+    if chunk.codec != "UNCOMPRESSED" and not (chunk.codec in HOST_CODECS
+                                               and pa.Codec.is_available(HOST_CODECS[chunk.codec])):
+        return f"codec {chunk.codec}"
+    return None
+
+
+def header_fallback(pages: PageTable, chunk: ColumnChunk) -> str | None:
+    """Why the chunk's page headers send it to the host reader: an encoding the decoder does not
+    take (looked up on the header arrays, not page by page)."""
+    kind, encoding = pages.page_type, pages.encoding
+    data = (kind == DATA_PAGE) | (kind == DATA_PAGE_V2)
+    for pages_of, allowed, what in ((data, VALUE_ENCODINGS, "encoding"),
+                                    (kind == DICTIONARY_PAGE, DICTIONARY_ENCODINGS, "dictionary page encoding")):
+        bad = pages_of & ~np.isin(encoding, allowed)
+        if bad.any():
+            code = int(encoding[np.argmax(bad)])
+            return f"{what} {ENCODING_NAMES.get(code, code)}"
+    if chunk.max_definition_level:
+        bad = (kind == DATA_PAGE) & (pages.definition_level_encoding != RLE)
+        if bad.any():
+            code = int(pages.definition_level_encoding[np.argmax(bad)])
+            return f"definition levels in {ENCODING_NAMES.get(code, code)}"
+    return None
+
+
+def corrupt(unit: ReadUnit, fs, chunk: ColumnChunk, exc: InputError) -> InputError:
+    """The host reader's refusal of a damaged column chunk, with the page reader's detail (the
+    page and what is wrong). A file replaced while it was read is named as such instead."""
+    check_unchanged(fs, unit.file, unit.identity)
+    text, where = str(exc), f"{unit.file}: column {chunk.name!r}, row group {chunk.row_group}"
+    detail = text[len(where):].lstrip(",: ") if text.startswith(where) else text.removeprefix(f"{unit.file}: ")
+    return InputError(f"{unit.file}: corrupt Parquet data in column {chunk.name!r}, row group {chunk.row_group} "
+                      f"({detail})")
+
+
+class PageReader:
+    """The page reader on the arrays of ``xp``; chunks it does not take read by pyarrow."""
+
+    def read_rows(self, plan: InputPlan, start: int, stop: int, xp) -> Rows:
+        footers = plan.footers
+        units = [u for u in footers.units if u.start < stop and u.start + u.rows > start]
+        nvcomp = xp is not np and nvcomp_usable()
+        report = new_report("gpu", footers.columns, xp=xp.__name__, decompress="nvCOMP" if nvcomp else "host")
+        if nvcomp:
+            report["host_decompressed"] = {}
+        layouts: dict = {}
+        for u in units:
+            if u.file not in layouts:
+                layouts[u.file] = file_layout(u, footers.columns)
+        src = dst = None
+        if not footers.strings:
+            src, dst = xp.empty(stop - start, dtype=footers.id_type), xp.empty(stop - start, dtype=footers.id_type)
+        weight = xp.empty(stop - start, dtype=footers.weight_type) if plan.weight_col else None
+        read = PageRead(plan, start, stop, xp, nvcomp, layouts, {"src": src, "dst": dst, "weight": weight})
+        batches = batch_units(units, footers.columns)
+        threads = 1 if xp is not np else max(1, min(len(os.sched_getaffinity(0)), len(batches)))
+        results = run_in_order(read.batch, batches, threads)
+        found = []
+        for per_unit, counts, decompressed in results:
+            found += per_unit
+            for column, by, reason in counts:
+                count_chunks(report, column, by, reason=reason)
+            for reason, n in decompressed.items():
+                report["host_decompressed"][reason] = report["host_decompressed"].get(reason, 0) + n
+        if xp is not np:
+            xp.cuda.Device().synchronize()
+        if footers.strings:
+            return Rows(None, None, weight, start, strings=found, report=report)
+        return Rows(src, dst, weight, start, signs=[s for signs in found for s in signs], report=report)
+
+
+def batch_units(units: list[ReadUnit], columns: list[str]) -> list[list[ReadUnit]]:
+    """Consecutive units of one file, at most BATCH_BYTES of uncompressed chunks each (one unit
+    at least)."""
+    batches, size = [], 0
+    for u in units:
+        group = u.metadata.row_group(u.group)
+        names = {group.column(j).path_in_schema: j for j in range(group.num_columns)}
+        bytes_ = sum(group.column(names[c]).total_uncompressed_size for c in columns if c in names)
+        if batches and batches[-1][-1].file == u.file and size + bytes_ <= BATCH_BYTES:
+            batches[-1].append(u)
+            size += bytes_
+        else:
+            batches.append([u])
+            size = bytes_
+    return batches
+
+
+@dataclasses.dataclass
+class PageRead:
+    """One ``read_rows`` call's shared state; ``batch`` reads one batch of its units."""
+
+    plan: InputPlan
+    start: int
+    stop: int
+    xp: object
+    nvcomp: bool
+    layouts: dict
+    dest: dict  # "src", "dst", "weight" -> the arrays being filled (None where absent)
+
+    def batch(self, units: list[ReadUnit]):
+        """(per unit: its string ids (src, dst) or its Signs; (column, reader, reason) per column
+        chunk; chunks decompressed on the host for want of an nvCOMP codec, per reason)."""
+        plan, fs = self.plan, self.plan.footers.filesystem
+        layout = self.layouts[units[0].file]
+        ends = (plan.src_col, plan.dst_col)
+        by_group = {u.group: u for u in units}
+        wanted, fallback = [], {}
+        for u in units:
+            for c in plan.footers.columns:
+                chunk = layout.chunks.get((u.group, c))
+                reason = footer_fallback(layout, chunk, c, c in ends)
+                if reason:
+                    fallback[u.group, c] = reason
+                else:
+                    wanted.append(chunk)
+        stored = dict(zip(wanted, self.read_bytes(units[0], wanted)))
+        pages = {}
+
+        def prepare(chunk: ColumnChunk) -> None:
+            """The chunk's page headers and CRC32s; or the reason it goes to the host reader."""
+            unit, data = by_group[chunk.row_group], stored[chunk]
+            try:
+                table = parse_page_headers([data], [chunk], str(unit.file))
+                reason = header_fallback(table, chunk)
+                if reason is None:
+                    check_page_crcs([data], [chunk], table, str(unit.file))
+            except InputError as exc:
+                raise corrupt(unit, fs, chunk, exc) from None
+            if reason:
+                fallback[chunk.row_group, chunk.name] = reason
+            else:
+                pages[chunk] = (data, table)
+
+        bodies, decompressed = {}, {}
+        if self.nvcomp:  # every chunk of the batch first, for one nvCOMP call per codec
+            for chunk in wanted:
+                prepare(chunk)
+            if pages:
+                bodies, decompressed = self.decompress_nvcomp(by_group, pages)
+        counts, per_unit = [], []
+        for u in units:  # on the host's codecs, unit by unit: the first fault in row order is named
+            mine = [chunk for chunk in wanted if chunk.row_group == u.group]
+            if not self.nvcomp:
+                for chunk in mine:
+                    prepare(chunk)
+            columns = {}
+            for c in plan.footers.columns:
+                if (u.group, c) in fallback:
+                    counts.append((c, "host", fallback[u.group, c]))
+                    continue
+                chunk = layout.chunks[u.group, c]
+                columns[c] = self.decode(u, chunk, *pages[chunk], bodies.get(chunk))
+                counts.append((c, "gpu", None))
+            per_unit.append(self.check_and_store(u, columns, [c for g, c in fallback if g == u.group]))
+        return per_unit, counts, decompressed
+
+    def read_bytes(self, unit: ReadUnit, chunks: list[ColumnChunk]) -> list:
+        """Each chunk's stored bytes, one ranged read per chunk, from the planned file."""
+        fs = self.plan.footers.filesystem
+        if not chunks:
+            return []
+        check_unchanged(fs, unit.file, unit.identity)
+        try:
+            stored = read_chunk_bytes(fs.arrow, fs.arrow_path(unit.file), chunks)
+        except InputError as exc:
+            check_unchanged(fs, unit.file, unit.identity)
+            chunk = next(c for c in chunks if f"column {c.name!r}, row group {c.row_group}:" in str(exc))
+            raise corrupt(unit, fs, chunk, exc) from None
+        except (pa.ArrowException, OSError) as exc:
+            check_unchanged(fs, unit.file, unit.identity)
+            raise InputError(f"{unit.file}: not a readable Parquet file ({exc})") from None
+        check_unchanged(fs, unit.file, unit.identity)
+        return stored
+
+    def decompress_nvcomp(self, by_group: dict, pages: dict):
+        """Every page of the batch's chunks decompressed by nvCOMP at once: chunk -> its pages'
+        device arrays; and the chunks nvCOMP left to the host's codecs, per reason."""
+        chunks = list(pages)
+        tables = [pages[c][1] for c in chunks]
+        merged = PageTable({k: np.concatenate([t.columns[k] for t in tables]) for k in tables[0].columns})
+        merged.columns["chunk"] = np.repeat(np.arange(len(chunks)), [len(t) for t in tables])
+        path = str(next(iter(by_group.values())).file)
+        try:
+            out, fallen_back = decompress_pages_nvcomp([pages[c][0] for c in chunks], chunks, merged, path)
+        except InputError as exc:
+            # nvCOMP names no page: the host's codecs find the damaged chunk, as the host reader would
+            for chunk in chunks:
+                unit = by_group[chunk.row_group]
+                try:
+                    decompress_pages_host([pages[chunk][0]], [chunk], pages[chunk][1], path)
+                except InputError as located:
+                    raise corrupt(unit, self.plan.footers.filesystem, chunk, located) from None
+            raise exc
+        bodies, first = {}, 0
+        for chunk, table in zip(chunks, tables):
+            bodies[chunk] = out[first:first + len(table)]
+            first += len(table)
+        reasons: dict = {}
+        for _, reason in fallen_back:
+            reasons[reason] = reasons.get(reason, 0) + 1
+        return bodies, reasons
+
+    def decode(self, unit: ReadUnit, chunk: ColumnChunk, data, table: PageTable, bodies):
+        """(values in the column's logical type, valid or None) of one chunk, on the backend."""
+        xp, path = self.xp, str(unit.file)
+        fs = self.plan.footers.filesystem
+        try:
+            if bodies is None:
+                bodies = upload(xp, decompress_pages_host([data], [chunk], table, path))
+            values, valid = decode_chunks(xp, [chunk], table, bodies, path)[0]
+        except InputError as exc:
+            raise corrupt(unit, fs, chunk, exc) from None
+        dtype = self.layouts[unit.file].types[chunk.name].to_pandas_dtype()
+        return to_logical(xp, values, dtype), valid
+
+    def check_and_store(self, unit: ReadUnit, decoded: dict, on_host: list[str]):
+        """The unit's rows within [start, stop), checked src, dst, weight as the host reader
+        checks them, written into the destination arrays. Returns the unit's string ids (src,
+        dst) or its Signs."""
+        plan, footers, xp = self.plan, self.plan.footers, self.xp
+        ends = (plan.src_col, plan.dst_col)
+        table = read_row_group(plan, unit, use_threads=False, columns=on_host) if on_host else None
+        kept = unit.kept()
+        if kept is not None:  # a filter's rows of the row group, as read_row_group keeps them
+            index = xp.asarray(np.flatnonzero(kept))
+            decoded = {c: (v[index], None if m is None else m[index]) for c, (v, m) in decoded.items()}
+        lo, hi = max(self.start, unit.start), min(self.stop, unit.start + unit.rows)
+        piece = unit
+        if (lo, hi) != (unit.start, unit.start + unit.rows):
+            if table is not None:
+                table = table.slice(lo - unit.start, hi - lo)
+            cut = slice(lo - unit.start, hi - unit.start)
+            decoded = {c: (v[cut], None if m is None else m[cut]) for c, (v, m) in decoded.items()}
+            piece = unit.piece(lo, hi)  # a unit of its own: the checks name its rows in the file
+        ids = [decoded_ids(piece, *decoded[c], c) if c in decoded else unit_ids(piece, table[c], c) for c in ends]
+        w = None
+        if plan.weight_col:
+            c = plan.weight_col
+            w = decoded_weights(piece, *decoded[c], c, footers.weight_type) if c in decoded else \
+                unit_weights(piece, table[c], c, footers.weight_type)
+        del table
+        found = [find_signs(piece, c, v) for c, v in zip(ends, ids)] if footers.mixed_signs else []
+        stores = [("weight", w)] if footers.strings else [("src", ids[0]), ("dst", ids[1]), ("weight", w)]
+        for name, values in stores:
+            dest = self.dest[name]
+            if dest is None:
+                continue
+            if values.dtype == np.uint64 and footers.mixed_signs:
+                values = values.view(np.int64)
+            dest[lo - self.start:hi - self.start] = xp.asarray(values).astype(dest.dtype, copy=False)
+        return ids if footers.strings else found
+
+
+def upload(xp, bodies: list) -> list:
+    """Pages decompressed on the host, on the backend: one copy of them all to a GPU, sliced."""
+    if xp is np:
+        return bodies
+    sizes = [0 if b is None else b.size for b in bodies]
+    ends = np.cumsum(sizes)
+    device = xp.asarray(np.concatenate([b for b in bodies if b is not None] or [np.zeros(0, np.uint8)]))
+    return [None if b is None else device[e - n:e] for b, n, e in zip(bodies, sizes, ends)]
