@@ -21,8 +21,9 @@ from kernels import parquet_decode as pd
 from tasks.errors import InputError
 from tasks.parquet.decompress import (check_page_crcs, decompress_pages_host,
                                       hadoop_lz4_frames)
+from tasks.parquet.page_reader import read_columns
 from tasks.parquet.pages import (DATA_PAGE, PageTable, decode_chunks, parse_page_headers,
-                                 plan_column_chunks, read_chunk_bytes, read_columns)
+                                 plan_column_chunks, read_chunk_bytes)
 from tests.conftest import host
 
 LOCAL = pafs.LocalFileSystem()

@@ -37,6 +37,7 @@ import os
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from kernels.parquet_decode import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, ENCODING_NAMES, PLAIN,
                                     PLAIN_DICTIONARY, RLE, RLE_DICTIONARY, to_logical)
@@ -354,3 +355,35 @@ def upload(xp, bodies: list) -> list:
     ends = np.cumsum(sizes)
     device = xp.asarray(np.concatenate([b for b in bodies if b is not None] or [np.zeros(0, np.uint8)]))
     return [None if b is None else device[e - n:e] for b, n, e in zip(bodies, sizes, ends)]
+
+
+def read_columns(filesystem, path: str, columns, xp=np, check_crc: bool = True) -> dict:
+    """name -> (values, valid) for whole flat fixed-width columns of one file, through the
+    host reference steps: plan, ranged reads, page headers, CRC32s, pyarrow's codecs, the
+    decoding kernels. Values come in the column's Arrow integer or float type."""
+    with filesystem.open_input_file(path) as source:
+        metadata = pq.ParquetFile(source).metadata
+    plan = plan_column_chunks(metadata, columns, path)
+    chunk_bytes = read_chunk_bytes(filesystem, path, plan)
+    pages = parse_page_headers(chunk_bytes, plan, path)
+    if check_crc:
+        check_page_crcs(chunk_bytes, plan, pages, path)
+    bodies = [None if b is None else xp.asarray(b)
+              for b in decompress_pages_host(chunk_bytes, plan, pages, path)]
+    decoded = decode_chunks(xp, plan, pages, bodies, path)
+    arrow_schema = metadata.schema.to_arrow_schema()
+    result = {}
+    for name in columns:
+        mine = [d for d, chunk in zip(decoded, plan) if chunk.name == name]
+        dtype = arrow_schema.field(name).type.to_pandas_dtype()
+        if not mine:  # a file without row groups
+            result[name] = (xp.zeros(0, dtype=dtype), None)
+            continue
+        values = xp.concatenate([v for v, _ in mine])
+        if all(m is None for _, m in mine):
+            valid = None
+        else:
+            valid = xp.concatenate([xp.ones(v.shape[0], dtype=bool) if m is None else m
+                                    for v, m in mine])
+        result[name] = (to_logical(xp, values, dtype), valid)
+    return result
