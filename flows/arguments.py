@@ -153,7 +153,7 @@ def build_parser(kind: str) -> Parser:
     parser.add_argument("--reader", choices=READERS, default="auto",
                         help="Parquet reader: gpu decodes the id and weight pages on the compute backend (on NumPy "
                              "where CuPy is not usable), columns it does not take (string ids, decimal weights) on "
-                             "the host; host is pyarrow's reader; auto: gpu on a GPU with nvCOMP, else host "
+                             "the host; host is pyarrow's reader; auto: host, until the page reader is the faster "
                              "(default: auto)")
     parser.add_argument("--runner", choices=RUNNERS, default=None,
                         help="where tasks run: threads of this process, Dask workers of this machine "

@@ -21,7 +21,10 @@ column of that row group), and the reason is counted in the read's report:
 - by the page headers: a value encoding other than PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY,
   DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT, or definition levels not in RLE (BIT_PACKED).
 Where nvCOMP lacks a chunk's codec (Brotli) its pages are decompressed on the host and still
-page-decoded: counted apart, in the report's ``host_decompressed``.
+page-decoded: counted apart, in the report's ``host_decompressed``. So are the compressed
+chunks whose pages carry no CRC32: nvCOMP's decoders end the process's CUDA context on a
+damaged page (a device-side trap: every later CUDA call fails, seen with nvidia-nvcomp-cu13 6.0
+on a Snappy page with zeroed bytes), so only bytes a verified CRC32 vouches for reach them.
 
 Unit of work: a batch of consecutive row groups of one file holding at most ``BATCH_BYTES``
 of uncompressed column chunks (at least one row group), read with one open of the file; its
@@ -50,6 +53,7 @@ from tasks.parquet.pages import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, PHYSI
                                  decode_chunks, parse_page_headers, plan_column_chunks, read_chunk_bytes)
 from tasks.parquet.plan import InputPlan, ReadUnit, check_unchanged, value_type
 
+UNVERIFIED = "pages without a CRC32 (nvCOMP gets verified pages only)"
 VALUE_ENCODINGS = (PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY, DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT)
 DICTIONARY_ENCODINGS = (PLAIN, PLAIN_DICTIONARY)
 # Uncompressed column-chunk bytes per batch: bounds the decompressed pages held at once (on the
@@ -231,8 +235,11 @@ class PageRead:
         if self.nvcomp:  # every chunk of the batch first, for one nvCOMP call per codec
             for chunk in wanted:
                 prepare(chunk)
-            if pages:
-                bodies, decompressed = self.decompress_nvcomp(by_group, pages)
+            trusted = {c: v for c, v in pages.items() if c.codec == "UNCOMPRESSED" or bool((v[1].crc >= 0).all())}
+            if trusted:
+                bodies, decompressed = self.decompress_nvcomp(by_group, trusted)
+            if len(trusted) < len(pages):  # (the module's docstring says why)
+                decompressed[UNVERIFIED] = decompressed.get(UNVERIFIED, 0) + len(pages) - len(trusted)
         counts, per_unit = [], []
         for u in units:  # on the host's codecs, unit by unit: the first fault in row order is named
             mine = [chunk for chunk in wanted if chunk.row_group == u.group]
