@@ -76,12 +76,14 @@ def peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def bare_pipeline(path: str, source_id: int, output: str, backend: str, rss: dict | None = None) -> dict:
-    """The pipeline's work without Prefect or Dask; seconds per stage. ``rss``, if given, gets
-    the process's peak RSS as it stands at the end of each stage (where the host peak is set)."""
+def bare_pipeline(path: str, source_id: int, output: str, backend: str, rss: dict | None = None,
+                  reader: str = "auto") -> dict:
+    """The pipeline's work without Prefect or Dask; seconds per stage, and under "reader" what
+    read the input (the read's report). ``rss``, if given, gets the process's peak RSS as it
+    stands at the end of each stage (where the host peak is set)."""
     xp = be.module(backend)
     rss = {} if rss is None else rss
-    prepared = prepare_input(path, "src", "dst", "weight", backend)
+    prepared = prepare_input(path, "src", "dst", "weight", backend, reader=reader)
     stages = {"load": prepared.read_seconds, "prepare": prepared.renumber_seconds}
     rss["prepare"] = peak_rss()
     start = time.perf_counter()
@@ -111,15 +113,17 @@ def bare_pipeline(path: str, source_id: int, output: str, backend: str, rss: dic
                 Path(output) / FOREST_RESULT_NAME: dense_forest_table(
                     names, *(be.to_host(column[rows]) for column in (edges.src, edges.dst, edges.weight)))})
     lap("write")
+    stages["reader"] = prepared.reader
     return stages
 
 
-def fresh_run(path: str, source_id: str, output: str, backend: str) -> None:
+def fresh_run(path: str, source_id: str, output: str, backend: str, reader: str = "auto") -> None:
     """bare_pipeline in this (fresh) process; prints its wall time, stages, peak RSS and GPU
     memory as one JSON line."""
     started = time.perf_counter()
     rss = {"start": peak_rss()}
-    stages = bare_pipeline(path, int(source_id), output, backend, rss)
+    stages = bare_pipeline(path, int(source_id), output, backend, rss, reader)
+    stages.pop("reader")
     report = {"seconds": time.perf_counter() - started, "stages": stages, "peak_rss_bytes": peak_rss(),
               "peak_rss_by_stage": rss}
     if backend == "cupy":
@@ -301,6 +305,8 @@ def main(argv=None) -> int:
     p.add_argument("--graph", default="kron:24", help="kron:SCALE | grid:SIDE | parquet:PATH")
     p.add_argument("--backend", default=None, choices=["numpy", "cupy"])
     p.add_argument("--input-compression", default="snappy", help="comma-separated: snappy, none, zstd, ...")
+    p.add_argument("--reader", default="auto",
+                   help="comma-separated Parquet readers to time the bare pipeline with: auto, gpu, host")
     p.add_argument("--flows", default="snappy", help="input compressions whose flows are timed too ('' for none)")
     p.add_argument("--parts", type=int, default=1, help="write the input as this many files (a dataset directory)")
     p.add_argument("--runner", default="dask", choices=["dask", "threads"])
@@ -324,26 +330,29 @@ def main(argv=None) -> int:
     decoded = src.nbytes + dst.nbytes + weight.nbytes  # the Parquet columns' decoded size
     del src, dst, weight
 
-    for compression, path in inputs.items():
-        out = work / compression
+    for compression, path, reader in [(c, p, r) for c, p in inputs.items() for r in args.reader.split(",")]:
+        out = work / compression / reader
         plain = plain_read_seconds(path)
-        bare_pipeline(path, source_id, str(out / "warm-up"), backend)
+        bare_pipeline(path, source_id, str(out / "warm-up"), backend, reader=reader)
         started = time.perf_counter()
-        bare = bare_pipeline(path, source_id, str(out / "bare"), backend)
+        bare = bare_pipeline(path, source_id, str(out / "bare"), backend, reader=reader)
         bare_seconds = time.perf_counter() - started
+        read_by = bare.pop("reader")
         free_device_pool(backend)
         started = time.perf_counter()
         fresh = subprocess.run(
             [sys.executable, "-c", "import sys; from benchmarks.orchestration import fresh_run; fresh_run(*sys.argv[1:])",
-             path, str(source_id), str(out / "bare-fresh"), backend], check=True, capture_output=True, text=True)
+             path, str(source_id), str(out / "bare-fresh"), backend, reader], check=True, capture_output=True, text=True)
         fresh_seconds = time.perf_counter() - started
         report = json.loads(next(line for line in fresh.stdout.splitlines() if line.startswith("FRESH "))[6:])
         record = {
             "algo": "pipeline-orchestration", "graph": args.graph, "backend": backend,
             "input_compression": compression, "input_files": args.parts, "edges": rows,
+            "reader": reader, "read_by": read_by,
             "plain_read_seconds": round(plain, 3),
             "bare_seconds": round(bare_seconds, 3), "bare_stages": {k: round(v, 4) for k, v in bare.items()},
             "load_vs_plain_read": round(bare["load"] / plain, 3),
+            "load_decoded_gb_per_second": round(decoded / bare["load"] / 1e9, 2),
             "bare_fresh_process_seconds": round(fresh_seconds, 3),
             "bare_fresh_stages": {k: round(v, 4) for k, v in report["stages"].items()},
             "peak_rss_bytes": report["peak_rss_bytes"], "decoded_columns_bytes": decoded,
@@ -355,7 +364,7 @@ def main(argv=None) -> int:
             record.update(gpu_pool_peak_bytes=report["gpu_pool_peak_bytes"],
                           gpu_outside_pool_bytes=report["gpu_outside_pool_bytes"],
                           gpu_peak_bytes_per_edge=round(peak / rows, 1))
-        if compression in args.flows.split(","):
+        if compression in args.flows.split(",") and reader == args.reader.split(",")[0]:
             flows = flow_records(path, source_id, out, backend, args.runner, args.cluster_start == "early", args.repeats)
             record.update(flows, cluster_start=args.cluster_start)
             # against the bare pipeline in a fresh process: the flow's workers are fresh processes too
