@@ -132,6 +132,48 @@ __device__ __forceinline__ void expand_vertex(int u, int distance, const i64* ou
     }
 }
 
+// Bottom-up, the warp together (every lane calls it; `todo`: the lane's v is unreached): v's
+// first in-neighbour, in CSR order, whose bit is set in the bitmap `frontier`, or -1. A lane
+// probes its own first BU_PROBES in-neighbours; the rest of any longer list is scanned by the
+// whole warp, 32 neighbours per step, so one long list does not hold 31 idle lanes. L2_ONLY:
+// read the bitmap from L2 (__ldcg), as a kernel must where other blocks wrote it since launch.
+template <bool L2_ONLY>
+__device__ __forceinline__ int first_parent_in(const unsigned* frontier, const i64* in_ptr, const int* in_idx, int v,
+                                               bool todo) {
+    const int lane = lane_id();
+    int parent = -1;
+    i64 a = 0, e = 0;
+    if (todo) {
+        a = in_ptr[v];
+        e = in_ptr[v + 1];
+        for (int k = 0; k < BU_PROBES && a < e; ++k, ++a) {
+            int u = in_idx[a];
+            unsigned word = L2_ONLY ? __ldcg(frontier + (u >> 5)) : frontier[u >> 5];
+            if ((word >> (u & 31)) & 1u) {
+                parent = u;
+                break;
+            }
+        }
+    }
+    unsigned pending = __ballot_sync(FULL_MASK, todo && parent < 0 && a < e);
+    while (pending) {
+        int leader = __ffs(pending) - 1;
+        pending &= pending - 1;
+        i64 from = __shfl_sync(FULL_MASK, a, leader), to = __shfl_sync(FULL_MASK, e, leader);
+        for (i64 b = from; b < to; b += 32) {
+            int u = b + lane < to ? in_idx[b + lane] : 0;
+            unsigned word = b + lane < to ? (L2_ONLY ? __ldcg(frontier + (u >> 5)) : frontier[u >> 5]) : 0u;
+            unsigned ins = __ballot_sync(FULL_MASK, (word >> (u & 31)) & 1u);
+            if (ins) {
+                int first = __shfl_sync(FULL_MASK, u, __ffs(ins) - 1);
+                if (lane == leader) parent = first;
+                break;
+            }
+        }
+    }
+    return parent;
+}
+
 // Last i in [0, count) with a[i] <= t, for nondecreasing a with a[0] <= t: a 32-ary search by the
 // whole warp (each step probes 32 positions at once and keeps the pair that brackets t).
 __device__ __forceinline__ i64 warp_last_at_most(const i64* a, i64 count, i64 t) {
@@ -427,40 +469,8 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
                 int v = (int)v64;
                 unsigned seen = __ldcg(visited + w);
                 bool todo = v64 < n && !((seen >> lane) & 1u);
-                bool hit = false;
-                int parent = -1;
-                i64 a = 0, e = 0;
-                if (todo) {
-                    a = in_ptr[v];
-                    e = in_ptr[v + 1];
-                    for (int k = 0; k < BU_PROBES && a < e; ++k, ++a) {
-                        int u = in_idx[a];
-                        if ((__ldcg(bcur + (u >> 5)) >> (u & 31)) & 1u) {
-                            hit = true;
-                            parent = u;
-                            break;
-                        }
-                    }
-                }
-                unsigned pending = __ballot_sync(FULL_MASK, todo && !hit && a < e);
-                while (pending) {
-                    int leader = __ffs(pending) - 1;
-                    pending &= pending - 1;
-                    i64 from = __shfl_sync(FULL_MASK, a, leader), to = __shfl_sync(FULL_MASK, e, leader);
-                    for (i64 b = from; b < to; b += 32) {
-                        int u = b + lane < to ? in_idx[b + lane] : 0;
-                        bool in = b + lane < to && ((__ldcg(bcur + (u >> 5)) >> (u & 31)) & 1u);
-                        unsigned ins = __ballot_sync(FULL_MASK, in);
-                        if (ins) {
-                            int first = __shfl_sync(FULL_MASK, u, __ffs(ins) - 1);
-                            if (lane == leader) {
-                                hit = true;
-                                parent = first;
-                            }
-                            break;
-                        }
-                    }
-                }
+                int parent = first_parent_in<true>(bcur, in_ptr, in_idx, v, todo);
+                bool hit = parent >= 0;
                 i64 degree = 0;
                 if (hit) {
                     degree = undirected ? in_ptr[v + 1] - in_ptr[v] : out_ptr[v + 1] - out_ptr[v];

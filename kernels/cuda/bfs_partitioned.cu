@@ -83,40 +83,9 @@ bfs_rank_bottom_up(const i64* in_ptr, const int* in_idx, const i64* out_ptr, int
         const i64 v64 = g * 32 + lane;  // 64 bits, as in the one-GPU bottom-up step
         int v = (int)v64;
         bool todo = v64 < owned && dist[v] < 0;
-        bool hit = false;
-        int parent = -1;
-        i64 a = 0, e = 0;
-        if (todo) {
-            a = in_ptr[v];
-            e = in_ptr[v + 1];
-            for (int k = 0; k < BU_PROBES && a < e; ++k, ++a) {
-                int u = in_idx[a];
-                if ((frontier[u >> 5] >> (u & 31)) & 1u) {
-                    hit = true;
-                    parent = u;
-                    break;
-                }
-            }
-        }
-        unsigned pending = __ballot_sync(FULL_MASK, todo && !hit && a < e);
-        while (pending) {
-            int leader = __ffs(pending) - 1;
-            pending &= pending - 1;
-            i64 from = __shfl_sync(FULL_MASK, a, leader), to = __shfl_sync(FULL_MASK, e, leader);
-            for (i64 b = from; b < to; b += 32) {
-                int u = b + lane < to ? in_idx[b + lane] : 0;
-                bool in = b + lane < to && ((frontier[u >> 5] >> (u & 31)) & 1u);
-                unsigned ins = __ballot_sync(FULL_MASK, in);
-                if (ins) {
-                    int first = __shfl_sync(FULL_MASK, u, __ffs(ins) - 1);
-                    if (lane == leader) {
-                        hit = true;
-                        parent = first;
-                    }
-                    break;
-                }
-            }
-        }
+        // (the frontier bitmap was written by an earlier launch: plain loads)
+        int parent = first_parent_in<false>(frontier, in_ptr, in_idx, v, todo);
+        bool hit = parent >= 0;
         if (hit) settle(dist, pred, v, level + 1, parent, out_ptr[v + 1] - out_ptr[v], found);
         u64 slot = warp_append(&counts[RANK_QUEUED], hit);
         if (hit) queue[slot] = v;
