@@ -209,3 +209,16 @@ def test_a_rank_uploading_while_the_driver_gives_the_run_up_leaves_no_object(s3,
     writer.join()
     assert store_listing(s3, "graphs/given-up", folders=True) == []
     assert failed and "the run's staging directory is gone" in failed[0]
+
+
+def test_a_one_partition_run_replaces_a_partitioned_runs_dataset_in_the_bucket(store_client, s3, edges):
+    """The one-partition publishing (publish_to_store) deletes the parts at a result's path
+    before it uploads the object there: a listing would otherwise show the result twice."""
+    from tasks.parquet.publish import publish_to_store
+
+    prefix = "graphs/one-after-many"
+    run_partitioned(edges, f"s3://{prefix}", 3, forest=True, output_layout="dataset", client=store_client)
+    forest = read_result(s3, prefix, "mst_edges.parquet", "dataset")
+    publish_to_store({f"s3://{prefix}/mst_edges.parquet": forest}, f"s3://{prefix}")
+    assert store_listing(s3, prefix, folders=True) == ["_SUCCESS", "mst_edges.parquet"]  # no folder
+    assert pq.read_table(f"{prefix}/mst_edges.parquet", filesystem=s3).equals(forest)
