@@ -100,7 +100,7 @@ def upload_parts(tables: dict[str, pa.Table], staging_uri: str, rank: int, layou
                 if not _is_open(fs, staging):
                     raise gone
         except BaseException as exc:
-            if exc is gone:  # the driver gave the run up: the whole prefix goes, markers and all
+            if exc is gone or not _is_open(fs, staging):  # given up: the whole prefix goes, markers and all
                 remove_store_staging(fs, staging)
             else:  # the driver removes the prefix once it hears of the failure
                 for done in uploaded:
