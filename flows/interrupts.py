@@ -26,11 +26,16 @@ def remove_temporaries(params: dict, ending: int | None = None) -> None:
     writing is a stale temporary file."""
     from flows.common import output_directory
     from tasks.parquet import locations
-    from tasks.parquet.publish import remove_stale_staging
+    from tasks.parquet.filesystem import resolve
+    from tasks.parquet.publish import remove_stale_staging, remove_stale_store_staging
     from tasks.parquet.write import remove_stale_temporaries
 
     output = output_directory(params["output"], params["input"])
-    if locations.is_store(output):  # nothing of a run is left in a store before it publishes
+    if locations.is_store(output):  # a one-partition run leaves nothing there; a partitioned one its staging
+        try:
+            remove_stale_store_staging(*resolve(output), ending)
+        except (ValueError, OSError):  # InputError, OutputError: the store unreachable; a later run removes it
+            pass
         return
     output = Path(locations.local_path(output))
     if output.is_dir():

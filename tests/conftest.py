@@ -100,6 +100,30 @@ def client(cpu_cluster):
         yield c
 
 
+@pytest.fixture(scope="module")
+def s3():
+    """A bucket ``graphs`` on a real S3 server (moto's, on a loopback port), reached through
+    AWS_ENDPOINT_URL as pyarrow would reach MinIO or R2; yields pyarrow's filesystem for it.
+    Processes started while it is up (a module's Dask workers, asked for after it) inherit the
+    endpoint and credentials."""
+    import pyarrow.fs as pafs
+    from moto.server import ThreadedMotoServer
+
+    from tests.helpers import restore, use_endpoint
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    before = use_endpoint(f"http://{host}:{port}")
+    try:
+        fs, _ = pafs.FileSystem.from_uri("s3://graphs")
+        pafs.S3FileSystem(allow_bucket_creation=True, endpoint_override=f"http://{host}:{port}").create_dir("graphs")
+        yield fs
+    finally:
+        restore(before)
+        server.stop()
+
+
 def host(a):
     return be.to_host(a)
 

@@ -105,3 +105,53 @@ def table_rows(artifact: dict) -> list[tuple[str, str]]:
     """(quantity, value) of each row of a summary table artifact."""
     data = json.loads(artifact["data"]) if isinstance(artifact["data"], str) else artifact["data"]
     return [(row["quantity"], row["value"]) for row in data]
+
+
+STORE_ENV = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION")
+
+
+def use_endpoint(endpoint: str, key: str = "testing", secret: str = "testing") -> dict:
+    """Point pyarrow's S3 at ``endpoint``; returns the environment it replaced."""
+    before = {k: os.environ.get(k) for k in STORE_ENV}
+    os.environ.update(AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret,
+                      AWS_REGION="us-east-1")
+    return before
+
+
+def restore(before: dict) -> None:
+    for k, v in before.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def edge_dataset(folder, seed=0, n=60, m=240) -> None:
+    """Two parts of a weighted edge list (integer ids, distinct weights) and a README."""
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    weight = rng.permutation(m).astype(np.float64) + 0.5
+    os.makedirs(folder, exist_ok=True)
+    half = m // 2
+    for k, rows in enumerate((slice(0, half), slice(half, m))):
+        pq.write_table(pa.table({"src": src[rows], "dst": dst[rows], "weight": weight[rows]}),
+                       os.path.join(folder, f"part-{k}.parquet"), row_group_size=50)
+    with open(os.path.join(folder, "README.md"), "w") as fh:
+        fh.write("edges\n")
+
+
+def upload(fs, folder, prefix) -> None:
+    """A local folder copied to ``prefix`` of the store ``fs`` (a pyarrow FileSystem)."""
+    import pyarrow.fs as pafs
+
+    pafs.copy_files(str(folder), prefix, destination_filesystem=fs)
+
+
+def store_listing(fs, prefix: str, folders: bool = False) -> list[str]:
+    """Every object below ``prefix`` of the store ``fs``, relative to it, sorted; with
+    ``folders``, the folders too (a prefix, or an empty marker object), ending in ``/``."""
+    import pyarrow.fs as pafs
+
+    found = fs.get_file_info(pafs.FileSelector(prefix, recursive=True, allow_not_found=True))
+    return sorted(i.path[len(prefix) + 1:] + ("/" if i.type == pafs.FileType.Directory else "")
+                  for i in found if folders or i.type == pafs.FileType.File)

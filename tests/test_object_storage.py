@@ -12,72 +12,15 @@ import sys
 import time
 
 import duckdb
-import numpy as np
-import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
-from tests.helpers import run
+from tests.helpers import edge_dataset, restore, run, store_listing, upload, use_endpoint
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
-
-STORE_ENV = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION")
-
-
-def use_endpoint(endpoint: str, key: str = "testing", secret: str = "testing") -> dict:
-    """Point pyarrow's S3 at ``endpoint``; returns the environment it replaced."""
-    before = {k: os.environ.get(k) for k in STORE_ENV}
-    os.environ.update(AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret,
-                      AWS_REGION="us-east-1")
-    return before
-
-
-def restore(before: dict) -> None:
-    for k, v in before.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-
-
-@pytest.fixture(scope="module")
-def s3():
-    """A bucket ``graphs`` on a real S3 server; yields pyarrow's filesystem for it."""
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    before = use_endpoint(f"http://{host}:{port}")
-    try:
-        fs, _ = pafs.FileSystem.from_uri("s3://graphs")
-        pafs.S3FileSystem(allow_bucket_creation=True, endpoint_override=f"http://{host}:{port}").create_dir("graphs")
-        yield fs
-    finally:
-        restore(before)
-        server.stop()
-
-
-def edge_dataset(folder, seed=0, n=60, m=240) -> None:
-    """Two parts of a weighted edge list (integer ids, distinct weights) and a README."""
-    rng = np.random.default_rng(seed)
-    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
-    weight = rng.permutation(m).astype(np.float64) + 0.5
-    os.makedirs(folder, exist_ok=True)
-    half = m // 2
-    for k, rows in enumerate((slice(0, half), slice(half, m))):
-        pq.write_table(pa.table({"src": src[rows], "dst": dst[rows], "weight": weight[rows]}),
-                       os.path.join(folder, f"part-{k}.parquet"), row_group_size=50)
-    with open(os.path.join(folder, "README.md"), "w") as fh:
-        fh.write("edges\n")
-
-
-def upload(fs, folder, prefix) -> None:
-    pafs.copy_files(str(folder), prefix, destination_filesystem=fs)
-
 
 def test_a_dataset_in_a_bucket_gives_the_local_answers_and_its_results_land_in_the_bucket(s3, tmp_path, capsys,
                                                                                           monkeypatch):
@@ -238,21 +181,29 @@ def test_refused_credentials_are_one_line(guarded_s3, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_partitioned_run_reads_a_bucket_and_refuses_to_write_to_one(s3, tmp_path, capsys):
-    """Its ranks, Dask worker processes, read their shares from the bucket themselves; its
-    results go through a staging folder renamed into place, which a store cannot do."""
+def test_a_partitioned_command_reads_a_bucket_and_writes_to_one(s3, tmp_path, capsys):
+    """Its ranks, Dask worker processes, read their shares from the bucket and upload their
+    parts themselves; the result is the one-partition run's (tests/test_partitioned_store_output.py
+    covers the layouts, failures and reruns)."""
     edge_dataset(tmp_path / "edges", seed=5)
     upload(s3, tmp_path / "edges", "graphs/part-edges")
     code, _, err = run(mst_cli.main, [tmp_path / "edges", "--output", tmp_path / "one"], capsys)
     assert code == 0, err
-    code, _, err = run(mst_cli.main, ["s3://graphs/part-edges", "--output", tmp_path / "two", "--partitions", "2",
-                                      "--backend", "numpy"], capsys)
+    code, out, err = run(mst_cli.main, ["s3://graphs/part-edges", "--output", "s3://graphs/part-out",
+                                        "--partitions", "2", "--backend", "numpy"], capsys)
     assert code == 0, err
-    assert pq.read_table(tmp_path / "two" / "mst_edges.parquet").equals(pq.read_table(tmp_path / "one" / "mst_edges.parquet"))
-    code, _, err = run(mst_cli.main, ["s3://graphs/part-edges", "--output", "s3://graphs/part-out", "--partitions", "2",
+    assert "s3://graphs/part-out/mst_edges.parquet" in out + err
+    assert store_listing(s3, "graphs/part-out") == ["_SUCCESS", "mst_edges.parquet"]
+    assert pq.read_table("graphs/part-out/mst_edges.parquet", filesystem=s3).equals(
+        pq.read_table(tmp_path / "one" / "mst_edges.parquet"))
+
+
+def test_a_partitioned_run_to_memory_is_refused_in_one_line(tmp_path, capsys):
+    """memory:// is each process's own: the ranks would write into their workers' memories."""
+    edge_dataset(tmp_path / "edges", seed=6)
+    code, _, err = run(mst_cli.main, [tmp_path / "edges", "--output", "memory://graphs/out", "--partitions", "2",
                                       "--backend", "numpy"], capsys)
     assert code != 0
     assert err.strip().splitlines()[-1] == (
-        "error: s3://graphs/part-out/mst_edges.parquet: a partitioned run writes its results to a local or shared "
-        "folder, not to a store (it renames them into place); write them to a folder, or run with one partition")
-    assert s3.get_file_info(pafs.FileSelector("graphs/part-out", allow_not_found=True)) == []
+        "error: memory://graphs/out/mst_edges.parquet: a partitioned run cannot write to memory:// (each Dask "
+        "worker process has a memory of its own); write to a store or a folder, or run with one partition")

@@ -7,8 +7,10 @@ footer: their row groups in order, each position moved by where that file's page
 
 Two uses: a Parquet writer encodes on one core, so a large table is encoded in row-range pieces
 on all cores and the pieces concatenated (`write_table_parallel`); and a partitioned run's
-single-file result is its ranks' part files concatenated (`concatenate_files`), a copy rather
-than a second decode and encode.
+single-file result is its ranks' part files concatenated, a copy rather than a second decode and
+encode: local files by the kernel's copy (`concatenate_files`), objects in a store through a
+pyarrow FileSystem (`join_footers`, then `write_joined`: footers and pages fetched by ranged
+reads, the result written as one stream, so one upload).
 
 Pieces must not carry page indexes or bloom filters (pyarrow writes neither unless asked): those
 live among the pages and hold file positions of their own; nor pages kept in other files.
@@ -19,8 +21,10 @@ import errno
 import os
 import struct
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 MAGIC = b"PAR1"
@@ -307,6 +311,60 @@ def concatenate_files(parts: list[str | os.PathLike], target: str | os.PathLike,
         _finish(fd, footer, starts[-1] + bodies[-1])
     finally:
         os.close(fd)
+
+
+@dataclass(frozen=True)
+class Joined:
+    """What ``write_joined`` writes: the parts (paths in ``filesystem``), each one's page bytes
+    (its length less magic and footer) and the joined footer."""
+
+    filesystem: pafs.FileSystem
+    parts: list[str]
+    bodies: list[int]
+    footer: bytes
+
+
+def join_footers(parts: list[str], filesystem: pafs.FileSystem) -> Joined:
+    """The footers of ``parts`` (paths in ``filesystem``, e.g. a store's keys) read by ranged
+    reads and joined; raises ParquetConcatError where they cannot be joined. Nothing is written:
+    a caller can learn that every result joins before it replaces any."""
+    footers, bodies = [], []
+    for name in parts:
+        with filesystem.open_input_file(name) as source:
+            meta, body = _footer_of(lambda at, count: source.read_at(count, at), source.size(), name)
+        footers.append(meta)
+        bodies.append(body)
+    footer, _ = _joined_footer(footers, bodies, list(parts))
+    return Joined(filesystem, list(parts), bodies, footer)
+
+
+def write_joined(joined: Joined, target: str, filesystem: pafs.FileSystem) -> None:
+    """``target`` (a path in ``filesystem``) written as one stream: magic, each part's pages in
+    order (ranged reads of _COPY_CHUNK bytes), the joined footer. In a store the object appears
+    whole when the stream closes. pyarrow's streams have no abort (closing one, as its
+    destructor also does, completes the upload), so a write that fails midway deletes the
+    object it made: the target is then missing, never partial."""
+    out = filesystem.open_output_stream(target)
+    try:
+        out.write(MAGIC)
+        for name, body in zip(joined.parts, joined.bodies):
+            with joined.filesystem.open_input_file(name) as source:
+                done = 0
+                while done < body:
+                    chunk = source.read_at(min(_COPY_CHUNK, body - done), len(MAGIC) + done)
+                    if not chunk:
+                        raise OSError(errno.EIO, f"{name}: shorter than its footer says")
+                    out.write(chunk)
+                    done += len(chunk)
+        out.write(joined.footer + struct.pack("<I", len(joined.footer)) + MAGIC)
+    except BaseException:
+        try:
+            out.close()
+            filesystem.delete_file(target)
+        except (OSError, pa.ArrowException):
+            pass
+        raise
+    out.close()
 
 
 # copy_file_range is refused across file systems on older kernels, by some file systems (NFS,

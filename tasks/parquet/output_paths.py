@@ -5,7 +5,8 @@ the input dataset, unless under a folder the dataset walk skips, such as `_resul
 replace an input file, nor a folder or file of the user's: a result path may hold a result
 file or a partitioned run's result folder (``is_result_dataset``: nothing in it but part
 files), which any run replaces whole. Results in a store (``check_store_outputs``): the scheme
-known, the bucket there, the output not below the input's prefix, and one partition only.
+known, the bucket there, the output not below the input's prefix, and not memory:// for a
+partitioned run (``check_partitioned_output``).
 Refusals are tasks.errors.OutputError naming the path.
 """
 from __future__ import annotations
@@ -99,16 +100,13 @@ def check_output_paths(input: str, targets: list[str | os.PathLike], directories
 def check_store_outputs(input: str, targets: list[str], directories: bool) -> None:
     """Results in a store: the scheme known and the store reachable, the bucket there, and the
     output not inside the input dataset (a key prefix below the input's, not under a folder the
-    dataset walk skips). A partitioned run writes through a staging folder that it renames into
-    place, which a store cannot do: it is refused."""
+    dataset walk skips). ``directories``: a partitioned run (check_partitioned_output)."""
     for target in targets:
+        if directories:
+            check_partitioned_output(target)
         fs, path = resolve(target, OutputError)
         if not isinstance(path, StorePath):
             continue
-        if directories:
-            raise OutputError(f"{target}: a partitioned run writes its results to a local or shared folder, not "
-                              "to a store (it renames them into place); write them to a folder, or run with one "
-                              "partition")
         try:
             found = fs.arrow.get_file_info(path.bucket if fs.buckets else path.parent.key)
         except OSError as exc:
@@ -122,6 +120,14 @@ def check_store_outputs(input: str, targets: list[str], directories: bool) -> No
             if below is not None and not any(part.startswith(SKIP_PREFIXES) for part in below if part):
                 raise OutputError(f"{path.parent}: output folder is inside the input dataset {input}, so a later run "
                                   "would read the results as input; write them elsewhere")
+
+
+def check_partitioned_output(target: str) -> None:
+    """memory:// is each process's own memory: a partitioned run's ranks, Dask worker
+    processes, would write their parts where the driver never sees them."""
+    if locations.scheme(target) == "memory":
+        raise OutputError(f"{target}: a partitioned run cannot write to memory:// (each Dask worker process has a "
+                          "memory of its own); write to a store or a folder, or run with one partition")
 
 
 def prepare_output_dir(output: str | os.PathLike) -> Path:

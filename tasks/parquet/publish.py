@@ -19,15 +19,17 @@ run publishes there.
   whole: a reader sees the old object or the new one), and ``_SUCCESS`` is removed before the
   first upload and written after the last, naming the results (``publish_to_store``). So a
   reader that finds ``_SUCCESS`` before and after reading has read one run's complete results;
-  two runs publishing into one prefix at once are not kept apart.
-- What a killed run left (temporary files, staging folders of dead drivers of this host) is
-  removed by the next run that publishes there (``remove_stale_staging``, and
-  tasks.parquet.write.remove_stale_temporaries).
+  two runs publishing into one prefix at once are not kept apart. A partitioned run publishes
+  in the same order (``publish_objects``) from a staging prefix (tasks.parquet.store_staging).
+- What a killed run left (temporary files, staging folders or prefixes of dead drivers of
+  this host) is removed by the next run that publishes there (``remove_stale_staging``,
+  ``remove_stale_store_staging``, and tasks.parquet.write.remove_stale_temporaries).
 Errors are tasks.errors.OutputError naming the path.
 """
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -43,12 +45,14 @@ from tasks.parquet import locations
 from tasks.parquet.filesystem import Filesystem, StorePath, local, reason, resolve
 from tasks.parquet.output_paths import is_result_dataset, prepare_output_dir, remove_path
 from tasks.parquet.results import (
-    BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, RESULT_KEY, SOURCE_SET_FOLDER, result_name,
+    BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, RESULT_KEY, RESULT_PART, SOURCE_SET_FOLDER, result_name,
 )
 from tasks.parquet.write import left_by_dead_process, process_marker, remove_stale_temporaries, write_many, write_temporary
 
 STAGING_SUFFIX = ".partial"
 SUCCESS_MARKER = "_SUCCESS"  # in a store: written last, naming the results (publish_to_store)
+STAGING_GLOB = f".partitioned~*~*~*{STAGING_SUFFIX}"
+STAGING_NAME = re.compile(r"\.partitioned~[^~/]+~\d+~[^~/]+" + re.escape(STAGING_SUFFIX))
 
 
 def publishing(output: str | os.PathLike):
@@ -128,8 +132,10 @@ def publish_to_store(tables: dict[str, pa.Table], output: str, compression: str 
                      check=None) -> tuple[list[StorePath], list[StorePath]]:
     """A one-partition run's results (target URI -> table, each under the store's ``output``
     prefix): encoded on the local disk at once, then, ``check()`` passed, ``_SUCCESS`` removed,
-    each uploaded whole, the BFS results of an earlier run that they do not replace removed,
-    and ``_SUCCESS`` written naming them. Returns the objects written and those removed."""
+    each uploaded whole (an earlier partitioned run's parts at its path removed first), the
+    BFS results of an earlier run that they do not replace removed, and ``_SUCCESS`` written
+    naming them. A partitioned run's staging prefix left by a dead driver of this host goes
+    too. Returns the objects written and those removed."""
     if compression not in COMPRESSIONS:
         raise OutputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
     fs, root = resolve(output, OutputError)
@@ -147,36 +153,91 @@ def publish_to_store(tables: dict[str, pa.Table], output: str, compression: str 
         stopping.check(f"publishing {', '.join(map(str, targets))}")
         if check is not None:
             check()
-        marker = root / SUCCESS_MARKER
-        target = marker
-        try:
-            fs.arrow.delete_file(marker.key) if fs.exists(marker) else None
-            for target, source in zip(targets, encoded):
-                pafs.copy_files(str(source), target.key, source_filesystem=local().arrow,
-                                destination_filesystem=fs.arrow)
-            removed = _remove_earlier_bfs_objects(fs, root, targets) if any(
-                t.name == BFS_RESULT_NAME for t in targets) else []
-            target = marker
-            with fs.arrow.open_output_stream(marker.key) as out:
-                out.write("".join(f"{t.relative_to(root)}\n" for t in targets).encode())
-        except OSError as exc:
-            raise OutputError(f"{target}: cannot write results ({reason(exc)})") from None
+        remove_stale_store_staging(fs, root)
+
+        def upload(target: StorePath, i: int) -> None:
+            clear_result_path(fs, target, "file")
+            pafs.copy_files(str(encoded[i]), target.key, source_filesystem=local().arrow,
+                            destination_filesystem=fs.arrow)
+
+        removed = publish_objects(fs, root, targets, upload)
     return targets, removed
 
 
-def _remove_earlier_bfs_objects(fs: Filesystem, root: StorePath, written: list[StorePath]) -> list[StorePath]:
+def publish_objects(fs: Filesystem, root: StorePath, targets: list[StorePath], place) -> list[StorePath]:
+    """The store's order of publishing (docs/object-storage.md): ``_SUCCESS`` removed,
+    ``place(target, i)`` for each result in turn, the BFS results of an earlier run that these
+    do not replace removed, and ``_SUCCESS`` written naming the results (one per line, relative
+    to ``root``). Returns the results removed; a store's error is an OutputError naming what was
+    being written."""
+    marker = root / SUCCESS_MARKER
+    target = marker
+    try:
+        if fs.exists(marker):
+            fs.arrow.delete_file(marker.key)
+        for i, target in enumerate(targets):
+            place(target, i)
+        removed = remove_earlier_bfs_objects(fs, root, targets) if any(
+            result_name(t) == BFS_RESULT_NAME for t in targets) else []
+        target = marker
+        with fs.arrow.open_output_stream(marker.key) as out:
+            out.write("".join(f"{t.relative_to(root)}\n" for t in targets).encode())
+    except OSError as exc:
+        raise OutputError(f"{target}: cannot write results ({reason(exc)})") from None
+    return removed
+
+
+def result_objects(fs: Filesystem, path: StorePath) -> tuple[bool, list[StorePath]]:
+    """What is at a result's path in a store: (whether an object of that name is there, the
+    part objects below it as a partitioned run's ``dataset`` layout leaves them). A store may
+    hold both, ``a`` and ``a/part-00000.parquet`` being two unrelated keys."""
+    found = fs.arrow.get_file_info(pafs.FileSelector(path.key, allow_not_found=True))
+    parts = sorted(path / info.base_name for info in found
+                   if info.type == pafs.FileType.File and RESULT_PART.fullmatch(info.base_name))
+    return fs.arrow.get_file_info(path.key).type == pafs.FileType.File, parts
+
+
+def clear_result_path(fs: Filesystem, target: StorePath, layout: str) -> None:
+    """What an earlier run left at a result's path in the other layout, deleted just before this
+    run's result is placed there: the parts below it before an object (``file``), the object
+    before parts (``dataset``). In a store ``a`` and ``a/part-00000.parquet`` are unrelated keys
+    that would both stay, and a listing would show the result twice (a file and a folder).
+    Deleting a key makes pyarrow keep its folder as an empty marker object where nothing else
+    is left in it, so a prefix holding only parts is deleted whole (delete_dir)."""
+    whole, parts = result_objects(fs, target)
+    if layout == "file" and parts:
+        below = fs.arrow.get_file_info(pafs.FileSelector(target.key, recursive=True))
+        if len(below) == len(parts):
+            fs.arrow.delete_dir(target.key)
+        else:  # something of the user's below it too: only the parts go
+            for part in parts:
+                fs.arrow.delete_file(part.key)
+    elif layout == "dataset" and whole:
+        fs.arrow.delete_file(target.key)
+
+
+def remove_earlier_bfs_objects(fs: Filesystem, root: StorePath, written: list[StorePath]) -> list[StorePath]:
     """remove_earlier_bfs_results in a store: OUTPUT/bfs_distances.parquet and
-    OUTPUT/source-set-K/bfs_distances.parquet that this run did not write, known by their footers."""
+    OUTPUT/source-set-K/bfs_distances.parquet that this run did not write, an object or a
+    partitioned run's parts, known by their footers."""
     names = fs.listdir(root)
     found = [root / BFS_RESULT_NAME] if BFS_RESULT_NAME in names else []
     found += [root / n / BFS_RESULT_NAME for n in sorted(names) if SOURCE_SET_FOLDER.fullmatch(n)]
     removed = []
     for path in found:
-        if path in written or not fs.exists(path):
+        if path in written:
             continue
-        if result_in_footer(path, fs) == BFS_RESULT_NAME:
-            fs.arrow.delete_file(path.key)
+        whole, parts = result_objects(fs, path)
+        objects = ([path] if whole else []) + parts
+        if objects and all(result_in_footer(o, fs) == BFS_RESULT_NAME for o in objects):
+            if whole:
+                fs.arrow.delete_file(path.key)
+            if parts:
+                clear_result_path(fs, path, "file")
             removed.append(path)
+            folder = path.parent
+            if folder != root and not fs.arrow.get_file_info(pafs.FileSelector(folder.key, recursive=True)):
+                fs.arrow.delete_dir(folder.key)  # source-set-K/ kept by pyarrow as an empty marker
     return removed
 
 
@@ -201,10 +262,33 @@ def remove_stale_staging(output: Path, ending: int | None = None) -> list[Path]:
     """Delete staging directories in ``output`` left by dead drivers of this host (and by
     process ``ending``, which is about to exit)."""
     removed = []
-    for path in Path(output).glob(f".partitioned~*~*~*{STAGING_SUFFIX}"):
+    for path in Path(output).glob(STAGING_GLOB):
         if left_by_dead_process(path.name, ending):
             remove_staging(path)
             removed.append(path)
+    return removed
+
+
+def remove_store_staging(fs: Filesystem, staging: StorePath) -> None:
+    """A staging prefix in a store deleted with every object below it, its folder marker too
+    (pyarrow's delete_dir; one of the output prefix itself is kept where nothing else is left
+    in it)."""
+    try:
+        fs.arrow.delete_dir(staging.key)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise OutputError(f"{staging}: cannot remove the run's staging objects ({reason(exc)})") from None
+
+
+def remove_stale_store_staging(fs: Filesystem, output: StorePath, ending: int | None = None) -> list[StorePath]:
+    """remove_stale_staging in a store: the staging prefixes below ``output`` of dead drivers
+    of this host (and of process ``ending``), by the name a staging folder has."""
+    removed = []
+    for name in fs.listdir(output) if fs.is_dir(output) else []:
+        if STAGING_NAME.fullmatch(name) and left_by_dead_process(name, ending):
+            remove_store_staging(fs, output / name)
+            removed.append(output / name)
     return removed
 
 

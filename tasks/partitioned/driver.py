@@ -4,8 +4,9 @@
 rank each, one GPU each on dask-cuda workers), hands out the rendezvous (a TCP endpoint per
 rank, and NCCL's unique id on GPUs) through Dask, starts one long task per worker
 (tasks.partitioned.rank.rank_main) and waits. When every rank has finished, validation
-included, it moves the staged results into the output directory; when any rank fails it
-cancels the others, deletes the staging directory and raises one error: the first rank's own
+included, it moves the staged results into the output directory (in a store: publishes them
+from the staging prefix, tasks.parquet.store_staging); when any rank fails it cancels the
+others, deletes the staging directory (prefix) and raises one error: the first rank's own
 error (a bad input row, a failed validation, ...) when there is one, else which rank was lost.
 
 A rank whose worker dies is not retried on its own: the survivors see its connections close
@@ -24,9 +25,10 @@ from pathlib import Path
 from kernels import backend as be
 from kernels.footprint import gpu_bytes
 from tasks.cluster import local_cluster
-from tasks.errors import DeviceMemoryError, InputError
+from tasks.errors import DeviceMemoryError, InputError, OutputError
 from tasks.forest_weight import KRUSKAL_LIMIT
 from tasks.parameters import parse_partitions, source_plan
+from tasks.parquet import locations
 from tasks.parquet.checks import integer_vertex_id
 from tasks.parquet.output_paths import prepare_output_dir
 from tasks.parquet.plan import InputPlan, plan_input
@@ -34,6 +36,7 @@ from tasks.parquet.publish import (
     publish, publishing, remove_earlier_bfs_results, remove_stale_staging, remove_staging, staging_name,
 )
 from tasks.parquet.results import BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, FOREST_RESULT_NAME, LAYOUTS
+from tasks.parquet.store_staging import close_staging, open_staging, publish_staged
 from tasks.partitioned.comm_tcp import CommError, comm_timeout, open_endpoint
 from tasks.partitioned.rank import RunSpec, nccl_unique_id, rank_main
 from tasks.report import RunSummary, merge_reader_reports, run_summary
@@ -221,13 +224,9 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
     workers = workers[:size]
     if backend == "cupy" and size > 1:
         _check_one_gpu_each(client, workers)
-    out = Path(output)
-    created = not out.exists()
-    out = prepare_output_dir(out)
-    remove_stale_staging(out)
     token = uuid.uuid4().hex
-    staging = out / staging_name(token)
-    staging.mkdir()
+    results = bfs_results + ([FOREST_RESULT_NAME] if forest else [])
+    stage = _StoreStage(output, token) if locations.is_store(output) else _LocalStage(output, token)
     futures = []
     try:
         endpoints = client.gather([
@@ -239,7 +238,7 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
             nccl_id = client.submit(nccl_unique_id, workers=[workers[0]], allow_other_workers=False,
                                     pure=False, key=f"partitioned-nccl-id-{token}").result()
         spec = RunSpec(token=token, plan=plan, size=size, endpoints=endpoints, nccl_id=nccl_id, backend=backend,
-                       staging=str(staging), layout=layout, compression=compression, source_sets=sets,
+                       staging=str(stage.staging), layout=layout, compression=compression, source_sets=sets,
                        bfs_results=bfs_results, forest=forest, directed=directed, depth_limit=depth_limit,
                        timeout=comm_timeout() if timeout is None else timeout, kruskal_limit=KRUSKAL_LIMIT,
                        reader=reader)
@@ -247,23 +246,14 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
                                  retries=0, key=f"partitioned-rank-{rank}-{token}")
                    for rank, w in enumerate(workers)]
         summaries = await_ranks(client, futures, workers)
-        with publishing(out):  # other runs into this output wait (tasks.parquet.publish.publishing)
-            if check is not None:
-                check()
-            placed = publish(staging, out, bfs_results + ([FOREST_RESULT_NAME] if forest else []))
-            removed = remove_earlier_bfs_results(out, placed) if bfs_results else []
+        placed, removed = stage.publish(results, layout, size, check)
         for path in removed:
             log.info("removed %s, an earlier run's result that this run does not replace", path)
     except BaseException:
         client.cancel([f for f in futures if f.status not in ("finished", "error")])
-        remove_staging(staging)
-        if created:
-            try:
-                out.rmdir()  # only if the failed run left it empty, as it found it
-            except OSError:
-                pass
+        stage.give_up()
         raise
-    remove_staging(staging)
+    stage.close()
     device = client.run(be.device_name, backend, workers=[workers[0]])[workers[0]]
     figures = dict(summaries[0])  # every rank holds the run's figures after the reductions
     # a stage lasts as long as its slowest rank
@@ -274,6 +264,58 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
                           **(plan.footers.selection or {}))  # (a failed check raised on the ranks)
     summary["total_seconds"] = round(time.perf_counter() - started, 3)
     return summary
+
+
+class _LocalStage:
+    """A staging folder in the output folder, its results renamed into place (publish.publish)."""
+
+    def __init__(self, output: str, token: str):
+        out = Path(output)
+        self.created = not out.exists()
+        self.out = prepare_output_dir(out)
+        remove_stale_staging(self.out)
+        self.staging = self.out / staging_name(token)
+        self.staging.mkdir()
+
+    def publish(self, results: list[str], layout: str, size: int, check) -> tuple[list[str], list]:
+        with publishing(self.out):  # other runs into this output wait (tasks.parquet.publish.publishing)
+            if check is not None:
+                check()
+            placed = publish(self.staging, self.out, results)
+            return placed, remove_earlier_bfs_results(self.out, placed) if any(
+                r.endswith(BFS_RESULT_NAME) for r in results) else []
+
+    def give_up(self) -> None:
+        remove_staging(self.staging)
+        if self.created:
+            try:
+                self.out.rmdir()  # only if the failed run left it empty, as it found it
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        remove_staging(self.staging)
+
+
+class _StoreStage:
+    """A staging prefix in a store, its results published in the store's order
+    (tasks.parquet.store_staging)."""
+
+    def __init__(self, output: str, token: str):
+        self.fs, self.out, self.staging = open_staging(output, token)
+
+    def publish(self, results: list[str], layout: str, size: int, check) -> tuple[list[str], list]:
+        placed, removed = publish_staged(self.fs, self.staging, self.out, results, layout, size, check)
+        return [str(p) for p in placed], removed
+
+    def give_up(self) -> None:
+        try:
+            close_staging(self.fs, self.staging)
+        except OutputError as exc:  # the run's own error is the one to report
+            log.warning("%s", exc)
+
+    def close(self) -> None:
+        close_staging(self.fs, self.staging)
 
 
 def await_ranks(client, futures, workers) -> list[dict]:

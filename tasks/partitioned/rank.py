@@ -1,7 +1,8 @@
 """The rank program of a partitioned run: one long Dask task per worker, all of them running the
 same steps and meeting in collectives. Read the share -> renumber together -> CSR of the owned
 vertices -> BFS per source set -> forest by local filtering -> validate every result -> write
-this rank's parts -> (file layout) rank 0 joins the parts. Every rank returns its stage times;
+this rank's parts -> (file layout, local staging) each result's parts joined by one rank; in a
+store the driver joins them as it publishes (tasks.parquet.store_staging). Every rank returns its stage times;
 rank 0 also returns the run's figures, which every rank holds after the reductions.
 
 Phases are logged on the ``graph.partitioned`` logger ("rank R: PHASE") at INFO.
@@ -28,6 +29,8 @@ from tasks.parquet.plan import InputPlan
 from tasks.parquet.read import read_share
 from tasks.parquet.results import FOREST_RESULT_NAME
 from tasks.parquet.tables import bfs_table, forest_table
+from tasks.parquet import locations
+from tasks.parquet.store_staging import upload_parts
 from tasks.parquet.write import merge_parts, write_parts
 from tasks.partitioned.comm_tcp import Mesh, TcpCommunicator
 from tasks.partitioned.vertex_ids import renumber_share
@@ -231,7 +234,6 @@ class _Rank:
 
     def _write(self, src, dst, weight, row_offset, own, ids, searches, forest) -> None:
         spec, comm, xp = self.spec, self.comm, self.xp
-        staging = Path(spec.staging)
         vertex = ids.owned()  # integer ids in the plan's type, or the type the ranks agreed on for uint64 ids
         tables = {}
         for (_, result), name in zip(searches, spec.bfs_results):
@@ -247,6 +249,10 @@ class _Rank:
             k = int(mine.shape[0])
             tables[FOREST_RESULT_NAME] = forest_table(ends.slice(0, k), ends.slice(k),
                                                       be.to_host(weight[mine]).astype(spec.plan.weight_dtype or UNIT_WEIGHT, copy=False))
+        if locations.is_store(spec.staging):  # the driver joins the parts as it publishes (store_staging)
+            upload_parts(tables, spec.staging, self.rank, spec.layout, spec.compression)
+            return
+        staging = Path(spec.staging)
         write_parts(tables, staging, self.rank, spec.layout, spec.compression)
         if spec.layout == "file":
             self._sum(1)  # every part is on disk before any rank reads them
