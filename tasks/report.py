@@ -29,6 +29,10 @@ class RunSummary(TypedDict):
     # the Parquet reader: {"reader": "gpu" | "host", "columns": {column: {reader: column chunks}},
     # "fallbacks": {reason: chunks left to the host reader}, ...} (tasks.parquet.host_reader)
     reader: NotRequired[dict]
+    # what encoded each output, in the order of outputs (tasks.parquet.write.writer_text):
+    # "gpu page writer on cupy, nVCOMP snappy", "host (pyarrow)", or "host (pyarrow; the page
+    # writer takes no string vertex ids)"
+    writers: NotRequired[list[str]]
     total_seconds: NotRequired[float]  # from the flow's start to its summary (set by the flow)
     # BFS (flows bfs and pipeline); lists are per search, in the order of the source sets
     source_sets: NotRequired[int]  # searches run
@@ -218,8 +222,9 @@ def summary_rows(summary: RunSummary) -> list[dict]:
     row("backend", f"{s['backend']} on {s['device']}")
     if "reader" in s:
         row("Parquet reader", reader_text(s["reader"]))
-    for path in s["outputs"]:
-        row("output", path)
+    writers = s.get("writers") or [None] * len(s["outputs"])
+    for path, writer in zip(s["outputs"], writers):
+        row("output", path if writer is None else f"{path} (written by {writer})")
     return rows
 
 
