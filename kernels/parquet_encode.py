@@ -150,9 +150,11 @@ def hybrid(xp, values, starts, bit_width: int):
     return out, offsets
 
 
-def interleave(xp, streams):
+def interleave(xp, streams, by_page: bool | None = None):
     """Page p of the result: page p of every stream in turn. ``streams``: (bytes, offsets)
-    pairs of the same page count. Returns (bytes, offsets)."""
+    pairs of the same page count. Returns (bytes, offsets). ``by_page``: copy page by page
+    (NumPy's default) rather than scatter every byte at once (CuPy's)."""
+    by_page = xp is np if by_page is None else by_page
     sizes = np.stack([np.diff(np.asarray(o, np.int64)) for _, o in streams], axis=1)  # (pages, streams)
     pages = sizes.shape[0]
     placed = np.zeros(sizes.size + 1, np.int64)
@@ -162,11 +164,18 @@ def interleave(xp, streams):
         offsets = np.asarray(offsets, np.int64)
         if int(offsets[-1]) == 0:
             continue
-        # byte i of page p of stream s goes to where that page's part starts, plus i
-        shift = placed[np.arange(pages) * sizes.shape[1] + s] - offsets[:-1]
-        i = xp.arange(int(offsets[-1]), dtype=xp.int64)
-        page = xp.searchsorted(xp.asarray(offsets[1:]), i, side="right")
-        out[i + xp.asarray(shift)[page]] = data[:int(offsets[-1])]
+        at = placed[np.arange(pages) * sizes.shape[1] + s]  # where page p's part goes
+        if by_page:  # memcpy each
+            for p in np.flatnonzero(sizes[:, s]):
+                out[at[p]:at[p] + sizes[p, s]] = data[offsets[p]:offsets[p + 1]]
+            continue
+        # on a GPU one scatter of every byte (a copy per page would be a launch per page): byte
+        # i of page p moves by at[p] - offsets[p], the moves summed up along the bytes
+        filled = sizes[:, s] > 0
+        steps = np.diff((at - offsets[:-1])[filled], prepend=0)
+        move = xp.zeros(int(offsets[-1]), dtype=xp.int64)
+        move[xp.asarray(offsets[:-1][filled])] = xp.asarray(steps)
+        out[xp.arange(int(offsets[-1]), dtype=xp.int64) + xp.cumsum(move)] = data[:int(offsets[-1])]
     return out, placed[::sizes.shape[1]].copy() if sizes.shape[1] else np.zeros(pages + 1, np.int64)
 
 
