@@ -38,14 +38,14 @@ from tasks.forest_weight import KRUSKAL_LIMIT, kruskal_check, reported_total
 from tasks.lineage import materializing
 from tasks.parquet.checks import integer_vertex_id
 from tasks.parquet.locations import absolute, join
+from tasks.parquet.page_writer import refusal
 from tasks.parquet.publish import publish_results
 from tasks.parquet.read import read_edges
-from tasks.parquet.page_writer import refusal
 from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_RESULT_NAME
 from tasks.parquet.tables import (
     dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table, vertex_names,
 )
-from tasks.parquet.write import resolve_writer, writer_text
+from tasks.parquet.write import resolve_writer, written_by
 from tasks.pickling import pickle_by_reference
 from tasks.report import (
     RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, count, direction_summary, filter_text,
@@ -432,7 +432,7 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
             built = columns()
             reason = refusal(built.schema)
             if reason is None:
-                writers.append(writer_text(built, compression))
+                writers.append(written_by(built, compression))
                 return built
         writers.append("host (pyarrow" + (f"; the page writer takes no {reason})" if reason else ")"))
         names = vertex_names(p.names, p.ids) if names is None else names

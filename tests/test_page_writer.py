@@ -26,6 +26,7 @@ from tasks.parquet.page_writer import DICTIONARY_PAGE_LIMIT, write_columns
 from tasks.parquet.results import COMPRESSIONS, RESULT_KEY
 from tasks.parquet.tables import dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table
 from tasks.parquet.write import dictionary_columns, resolve_writer, write_many
+from tasks.report import summary_rows
 from tests.conftest import host
 from tests.helpers import random_edges, run, string_graph, write_edges
 
@@ -275,6 +276,7 @@ def test_both_writers_write_identical_results_and_the_summary_names_the_writer(t
         pq.ParquetFile(gpu, page_checksum_verification=True).read()
     summary = pipeline_flow(str(edges), source=["0"], output=str(tmp_path / "summary"), writer="gpu")
     assert summary["writers"] == ["gpu page writer on numpy, host snappy"] * 2
+    assert {"quantity": "Parquet writer", "value": "gpu page writer on numpy, host snappy"} in summary_rows(summary)
     summary = pipeline_flow(str(edges), source=["0"], output=str(tmp_path / "summary"), writer="host")
     assert summary["writers"] == ["host (pyarrow)"] * 2
 

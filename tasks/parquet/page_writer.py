@@ -49,7 +49,7 @@ DATA_PAGE, DICTIONARY_PAGE = 0, 2
 REQUIRED, OPTIONAL = 0, 1
 
 HOST_CODECS = {"snappy": "snappy", "gzip": "gzip", "zstd": "zstd", "lz4": "lz4_raw"}
-NVCOMP_ENCODERS = {"snappy": "Snappy", "zstd": "Zstd", "lz4": "LZ4"}  # nVCOMP has no Gzip encoder
+NVCOMP_ENCODERS = {"snappy": "Snappy", "zstd": "Zstd", "lz4": "LZ4"}  # nvCOMP has no Gzip encoder
 
 # Pages as pyarrow cuts them: 1 MiB of values or 20,000 rows, whichever comes first (larger
 # pages made Zstd files ~2% larger, and nvCOMP's batch wants many pages anyway)

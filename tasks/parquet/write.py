@@ -3,7 +3,7 @@
 A result reaches the writer as a pyarrow table, encoded by pyarrow on the host's cores, or as a
 tasks.parquet.tables.ResultColumns, encoded by the page writer (tasks.parquet.page_writer) on
 the arrays' backend: the form chooses the encoder (``resolve_writer`` says which form a run
-builds, ``writer_text`` what encoded a file); everything else below is shared.
+builds, ``written_by`` what encodes a file); everything else below is shared.
 
 Every file is encoded into a temporary file beside its target (on disk, fsynced; its footer
 names the result under results.RESULT_KEY), and only once every file of a write is on disk
@@ -93,7 +93,7 @@ def resolve_writer(name: str | None, xp) -> str:
     return name
 
 
-def writer_text(table: pa.Table | ResultColumns, compression: str) -> str:
+def written_by(table: pa.Table | ResultColumns, compression: str) -> str:
     """What encodes ``table``: 'host (pyarrow)', or 'gpu page writer on cupy, nvCOMP snappy'."""
     if not isinstance(table, ResultColumns):
         return "host (pyarrow)"
