@@ -114,7 +114,7 @@ def hybrid(xp, values, starts, bit_width: int):
     value_bytes = (bit_width + 7) // 8
     run_length = header_length + xp.where(rle, value_bytes, run_groups * bit_width)
     run_offset = xp.zeros(runs + 1, dtype=xp.int64)
-    xp.cumsum(run_length, out=run_offset[1:])
+    run_offset[1:] = xp.cumsum(run_length)
     out = xp.zeros(int(run_offset[-1]), dtype=xp.uint8)
     header = header.astype(xp.uint64)
     for k in range(int(header_length.max())):

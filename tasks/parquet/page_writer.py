@@ -55,6 +55,7 @@ NVCOMP_ENCODERS = {"snappy": "Snappy", "zstd": "Zstd", "lz4": "LZ4"}  # nvCOMP h
 # pages made Zstd files ~2% larger, and nvCOMP's batch wants many pages anyway)
 PAGE_BYTES = 1 << 20
 PAGE_ROWS = 20_000
+ALIGNMENT = 8
 DICTIONARY_PAGE_LIMIT = 1 << 20
 CREATED_BY = b"parquet-graph-pipeline page writer version 0.1.0"
 
@@ -79,6 +80,7 @@ class _Page:
     body: object  # uint8 array of the backend: the uncompressed page
     header: list  # the PageHeader's fields but sizes and CRC
     stored: bytes = b""
+    crc: int = 0
 
 
 @dataclass
@@ -127,7 +129,7 @@ def write_columns(table, path, compression: str, dictionary=(), threads: int = 1
                              page_bytes, page_rows)
                for c in range(len(columns.schema))] for start, stop in groups]
     pages = [p for group in chunks for chunk in group for p in chunk.pages]
-    _compress(xp, pages, compression, threads, path)
+    _compress(xp, pages, compression, threads)
     _write_file(path, columns.schema, rows, chunks, compression)
 
 
@@ -155,7 +157,7 @@ def _encode_chunk(xp, columns: ResultColumns, c: int, start: int, stop: int, dic
         present = values[valid]
         levels = valid.astype(xp.uint8)
         counted = xp.zeros(rows + 1, dtype=xp.int64)
-        xp.cumsum(valid, out=counted[1:])
+        counted[1:] = xp.cumsum(valid, dtype=xp.int64)
         value_starts = _host(counted[xp.asarray(row_starts)]).astype(np.int64)
     chunk = _Chunk(c, rows, rows - int(present.shape[0]), enc.min_max(xp, present), False)
     level_bytes, level_offsets = enc.hybrid(xp, levels, row_starts, 1)
@@ -173,29 +175,49 @@ def _encode_chunk(xp, columns: ResultColumns, c: int, start: int, stop: int, dic
             streams.append(enc.hybrid(xp, index, value_starts, width))
     if encoding == PLAIN:
         streams.append((enc.plain(xp, present), value_starts * itemsize))
+    # each page padded to 8 bytes, so every page starts where nvCOMP's encoders want their
+    # inputs aligned (Zstd: 8 bytes)
+    sizes = sum(np.diff(o) for _, o in streams)
+    streams.append(enc.host_stream(xp, [bytes(int(-n % ALIGNMENT)) for n in sizes]))
     body, offsets = enc.interleave(xp, streams)
     for p in range(len(row_starts) - 1):
-        chunk.pages.append(_Page(body[offsets[p]:offsets[p + 1]], [
+        chunk.pages.append(_Page(body[offsets[p]:offsets[p] + sizes[p]], [
             [1, I32, DATA_PAGE], [5, STRUCT, [[1, I32, int(row_starts[p + 1] - row_starts[p])], [2, I32, encoding],
                                               [3, I32, RLE], [4, I32, RLE]]]]))
     return chunk
 
 
-def _compress(xp, pages: list, compression: str, threads: int, path) -> None:
-    """Each page's stored bytes (compressed per ``compression``) on the host."""
+def _compress(xp, pages: list, compression: str, threads: int) -> None:
+    """Each page's stored bytes (compressed per ``compression``) on the host, and their CRC32
+    (zlib's, on up to ``threads`` cores: it releases the GIL)."""
     if compressor(xp, compression) == "nvCOMP":
-        _compress_nvcomp(pages, compression, path)
-        return
+        _compress_nvcomp(pages, compression)
+    else:
+        _compress_host(xp, pages, compression, threads)
+
+    def crc(page: _Page) -> None:
+        page.crc = zlib.crc32(page.stored)
+
+    _each(crc, pages, threads)
+
+
+def _compress_host(xp, pages: list, compression: str, threads: int) -> None:
     codec = pa.Codec(HOST_CODECS[compression]) if compression != "none" else None
+    if xp is not np and pages:  # device pages come to the host in one copy, not one per page
+        flat = xp.concatenate([p.body for p in pages]).get()
+        ends = np.cumsum([int(p.body.shape[0]) for p in pages])
+        bodies = np.split(flat, ends[:-1])
+    else:
+        bodies = [p.body for p in pages]
 
-    def one(page: _Page) -> None:
-        data = _host(page.body).tobytes()
-        page.stored = codec.compress(data, asbytes=True) if codec is not None and data else data
+    def one(i: int) -> None:
+        data = bodies[i].tobytes()
+        pages[i].stored = codec.compress(data, asbytes=True) if codec is not None and data else data
 
-    _each(one, pages, threads)
+    _each(one, range(len(pages)), threads)
 
 
-def _compress_nvcomp(pages: list, compression: str, path) -> None:
+def _compress_nvcomp(pages: list, compression: str) -> None:
     """nvCOMP's batched encoder over every page of the file, then one copy to the host.
     Written against nvidia-nvcomp-cu13 6.0 (Codec(algorithm=..., bitstream_kind=RAW),
     as_arrays, encode); it runs on the GPU machine only."""
@@ -234,8 +256,7 @@ def _host(array) -> np.ndarray:
 
 
 def _page_header(page: _Page) -> bytes:
-    crc = zlib.crc32(page.stored)
-    signed = crc - (1 << 32) if crc >= 1 << 31 else crc  # the header's crc is an i32
+    signed = page.crc - (1 << 32) if page.crc >= 1 << 31 else page.crc  # the header's crc is an i32
     head = page.header
     return encode_struct([head[0], [2, I32, int(page.body.shape[0])], [3, I32, len(page.stored)],
                           [4, I32, signed], *head[1:]])
