@@ -14,7 +14,7 @@ from tasks import settings
 from tasks.parameters import BACKENDS, NO_WEIGHTS, READERS, RUNNERS, parse_partitions
 from tasks.parquet import locations
 from tasks.parquet.filters import FilterError, parse as parse_filter
-from tasks.parquet.results import COMPRESSIONS, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, LAYOUTS
+from tasks.parquet.results import COMPRESSIONS, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, LAYOUTS, WRITERS
 
 DESCRIPTIONS = {
     "mst": "Minimum spanning forest of a Parquet edge list, written to OUTPUT/mst_edges.parquet.",
@@ -155,6 +155,10 @@ def build_parser(kind: str) -> Parser:
                              "where CuPy is not usable), columns it does not take (string ids, decimal weights) on "
                              "the host; host is pyarrow's reader; auto: host, until the page reader is the faster "
                              "(default: auto)")
+    parser.add_argument("--writer", choices=WRITERS, default="auto",
+                        help="Parquet writer of the results: gpu encodes the pages on the compute backend (on NumPy "
+                             "where CuPy is not usable; files with string ids stay on pyarrow's writer); host is "
+                             "pyarrow's writer; auto: gpu on a GPU with nvCOMP, else host (default: auto)")
     parser.add_argument("--runner", choices=RUNNERS, default=None,
                         help="where tasks run: threads of this process, Dask workers of this machine "
                              "(GPU workers when there is a GPU), or auto: threads below "
@@ -170,7 +174,7 @@ def parameters(kind: str, args: argparse.Namespace) -> dict:
     params = dict(input=args.input, output=args.output, src_col=args.src_col, dst_col=args.dst_col,
                   backend=args.backend, compression=args.compression, partitions=args.partitions,
                   output_layout=args.output_layout, filter=args.filter,
-                  reader=args.reader)
+                  reader=args.reader, writer=args.writer)
     if kind != "bfs":
         params["weight_col"] = None if args.weight_col == NO_WEIGHTS else args.weight_col
     if kind != "mst":

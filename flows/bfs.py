@@ -21,7 +21,7 @@ import time
 from prefect import flow, unmapped
 
 from flows.common import (
-    FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName,
+    FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName, Writer,
     VertexId, check_filter, finish, partition_count, run_paths,
 )
 from flows.runners import ChosenAtRunStart
@@ -41,7 +41,8 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
              output: str | None = None, directed: bool = False, depth_limit: DepthLimit | None = None,
              src_col: str = "src", dst_col: str = "dst", backend: Backend | None = None,
              compression: Compression = DEFAULT_COMPRESSION, partitions: Partitions = 1,
-             output_layout: OutputLayout = DEFAULT_LAYOUT, filter: str | None = None, reader: str = "auto") -> dict:
+             output_layout: OutputLayout = DEFAULT_LAYOUT, filter: str | None = None, reader: str = "auto",
+             writer: Writer = "auto") -> dict:
     """BFS distances: load -> renumber -> CSR -> direction-optimizing BFS per source set (mapped
     across workers) -> verify each -> write each bfs_distances.parquet.
 
@@ -60,6 +61,7 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
         output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
         filter: Keep only the rows this expression passes, e.g. "day >= '2026-11-01' and weight > 0.5": hive partition folders (key=value) and data columns; see docs/inputs.md#filters.
         reader: Parquet reader: gpu (the page reader on the compute backend: a GPU, else NumPy), host (pyarrow), or auto (host, until the page reader is the faster).
+        writer: Parquet writer of the results: gpu (the page writer on the compute backend: a GPU, else NumPy; string ids stay on pyarrow), host (pyarrow), or auto (gpu on a GPU with nvCOMP, else host). Partitioned runs write with pyarrow.
     """
     started = time.perf_counter()
     input, output = run_paths(input, output)
@@ -84,7 +86,7 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
     checks = validate_bfs.map(unmapped(prepared), searches, unmapped(directed), unmapped(depth_limit), plan.keys)
     write = results_writer(results, input)
     summary = write.submit(prepared, searches, outputs, output=output, compression=compression, graph=graph,
-                           checks=checks)
+                           checks=checks, writer=writer)
     return finish("bfs", input, summary, started, [prepared, graph, searches, checks, summary])
 
 

@@ -22,7 +22,7 @@ from tasks.errors import InputError
 from tasks.parameters import BACKENDS
 from tasks.parquet import locations
 from tasks.parquet.filters import parse as parse_filter
-from tasks.parquet.results import COMPRESSIONS, LAYOUTS
+from tasks.parquet.results import COMPRESSIONS, LAYOUTS, WRITERS
 from tasks.partitioned_tasks import decide_partitions
 from tasks.report import RunSummary, describe, input_stem
 
@@ -33,6 +33,7 @@ Compression = Literal[COMPRESSIONS]
 DepthLimit = Annotated[int, Field(ge=0)]
 Partitions = Union[Annotated[int, Field(ge=1)], Literal["auto"]]
 OutputLayout = Literal[LAYOUTS]
+Writer = Literal[WRITERS]
 # A source vertex: an int (from Python, or a JSON number in a deployment's parameters) or its
 # text (the command line, the UI's form, string ids). Strict, so True is not taken for vertex 1.
 VertexId = Union[StrictInt, str]

@@ -16,7 +16,7 @@ import time
 from prefect import flow
 
 from flows.common import (
-    FLOW_TIMEOUT_SECONDS, Backend, Compression, OutputLayout, Partitions, RunName, finish,
+    FLOW_TIMEOUT_SECONDS, Backend, Compression, OutputLayout, Partitions, RunName, Writer, finish,
     check_filter, partition_count, run_paths,
 )
 from flows.runners import ChosenAtRunStart
@@ -34,7 +34,8 @@ from tasks.partitioned_tasks import partitioned_runner
 def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_col: str = "dst",
              weight_col: str | None = "weight", backend: Backend | None = None,
              compression: Compression = DEFAULT_COMPRESSION, partitions: Partitions = 1,
-             output_layout: OutputLayout = DEFAULT_LAYOUT, filter: str | None = None, reader: str = "auto") -> dict:
+             output_layout: OutputLayout = DEFAULT_LAYOUT, filter: str | None = None, reader: str = "auto",
+             writer: Writer = "auto") -> dict:
     """Minimum spanning forest: load -> renumber -> Boruvka -> verify -> write mst_edges.parquet.
 
     Args:
@@ -49,6 +50,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
         output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
         filter: Keep only the rows this expression passes, e.g. "day >= '2026-11-01' and weight > 0.5": hive partition folders (key=value) and data columns; see docs/inputs.md#filters.
         reader: Parquet reader: gpu (the page reader on the compute backend: a GPU, else NumPy), host (pyarrow), or auto (host, until the page reader is the faster).
+        writer: Parquet writer of the results: gpu (the page writer on the compute backend: a GPU, else NumPy; string ids stay on pyarrow), host (pyarrow), or auto (gpu on a GPU with nvCOMP, else host). Partitioned runs write with pyarrow.
     """
     started = time.perf_counter()
     input, output = run_paths(input, output)
@@ -67,7 +69,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
     forest = spanning_forest.submit(prepared)
     check = validate_forest.submit(prepared, forest)
     write = results_writer(results, input)
-    summary = write.submit(prepared, [], [], forest, output, compression, checks=[check])
+    summary = write.submit(prepared, [], [], forest, output, compression, checks=[check], writer=writer)
     return finish("mst", input, summary, started, [prepared, forest, check, summary])
 
 

@@ -16,7 +16,7 @@ import time
 from prefect import flow, unmapped
 
 from flows.common import (
-    FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName,
+    FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName, Writer,
     VertexId, check_filter, finish, partition_count, run_paths,
 )
 from flows.runners import ChosenAtRunStart
@@ -37,7 +37,8 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
                   src_col: str = "src", dst_col: str = "dst", weight_col: str | None = "weight",
                   backend: Backend | None = None, compression: Compression = DEFAULT_COMPRESSION,
                   partitions: Partitions = 1, output_layout: OutputLayout = DEFAULT_LAYOUT,
-                  filter: str | None = None, reader: str = "auto") -> dict:
+                  filter: str | None = None, reader: str = "auto",
+                  writer: Writer = "auto") -> dict:
     """BFS and minimum spanning forest with one ingest: load -> renumber -> CSR -> BFS per
     source set and Boruvka, in parallel -> verify all -> write all (and summarize).
 
@@ -57,6 +58,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
         output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
         filter: Keep only the rows this expression passes, e.g. "day >= '2026-11-01' and weight > 0.5": hive partition folders (key=value) and data columns; see docs/inputs.md#filters.
         reader: Parquet reader: gpu (the page reader on the compute backend: a GPU, else NumPy), host (pyarrow), or auto (host, until the page reader is the faster).
+        writer: Parquet writer of the results: gpu (the page writer on the compute backend: a GPU, else NumPy; string ids stay on pyarrow), host (pyarrow), or auto (gpu on a GPU with nvCOMP, else host). Partitioned runs write with pyarrow.
     """
     started = time.perf_counter()
     input, output = run_paths(input, output)
@@ -83,7 +85,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
               validate_forest.submit(prepared, forest)]
     write = results_writer(results, input)
     summary = write.submit(prepared, searches, outputs, forest, output, compression, graph=graph,
-                           checks=checks)
+                           checks=checks, writer=writer)
     return finish("pipeline", input, summary, started, [prepared, graph, searches, forest, checks, summary])
 
 

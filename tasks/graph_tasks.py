@@ -38,10 +38,14 @@ from tasks.forest_weight import KRUSKAL_LIMIT, kruskal_check, reported_total
 from tasks.lineage import materializing
 from tasks.parquet.checks import integer_vertex_id
 from tasks.parquet.locations import absolute, join
+from tasks.parquet.page_writer import refusal
 from tasks.parquet.publish import publish_results
 from tasks.parquet.read import read_edges
 from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_RESULT_NAME
-from tasks.parquet.tables import dense_bfs_table, dense_forest_table, vertex_names
+from tasks.parquet.tables import (
+    dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table, vertex_names,
+)
+from tasks.parquet.write import resolve_writer, written_by
 from tasks.pickling import pickle_by_reference
 from tasks.report import (
     RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, count, direction_summary, filter_text,
@@ -402,34 +406,60 @@ WRITE_OPTIONS = dict(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry
 @task(**WRITE_OPTIONS)
 def write_results(prepared: Timed, searches: list, outputs: list[str], forest: Timed | None = None,
                   output: str | None = None, compression: str = DEFAULT_COMPRESSION, graph: Timed | None = None,
-                  checks: list = ()) -> RunSummary:
+                  checks: list = (), writer: str = "auto") -> RunSummary:
     """Every result file of the run at once, each written atomically: OUTPUT/bfs_distances.parquet
     per search (``outputs``, in the order of ``searches``) and OUTPUT/mst_edges.parquet. Then the
     BFS results an earlier run left under OUTPUT that this run does not replace are removed, all
     while no other run publishes into OUTPUT (tasks.parquet.publish.publish_results). Runs once every
     check in ``checks`` passed, and returns the run's summary (summarize), the one product the
     flow process fetches. The run's last task: the artifacts its process published are on the
-    server before it ends (tasks/artifacts.py says how other workers' are)."""
+    server before it ends (tasks/artifacts.py says how other workers' are). ``writer``: auto,
+    gpu or host (tasks.parquet.write.resolve_writer); with gpu the results go to the page writer
+    as the compute backend's arrays, except files the page writer does not take (string ids)."""
     p: PreparedEdges = prepared.value
     start = time.perf_counter()
-    names = vertex_names(p.names, p.ids)
-    tables = {join(o, BFS_RESULT_NAME): dense_bfs_table(names, be.to_host(s.value.result.distance),
-                                                         be.to_host(s.value.result.predecessor))
-              for s, o in zip(searches, outputs)}
+    xp = be.module(p.backend)
+    pages = resolve_writer(writer, xp) == "gpu"
+    ids = xp.asarray(p.ids) if pages and p.names is None else None
+    names = None
+    writers = []
+
+    def result(columns, table):
+        """The page writer's ResultColumns (``columns()``) where it takes them, else the table."""
+        nonlocal names
+        reason = "string vertex ids" if pages and p.names is not None else None
+        if pages and reason is None:
+            built = columns()
+            reason = refusal(built.schema)
+            if reason is None:
+                writers.append(written_by(built, compression))
+                return built
+        writers.append("host (pyarrow" + (f"; the page writer takes no {reason})" if reason else ")"))
+        names = vertex_names(p.names, p.ids) if names is None else names
+        return table()
+
+    tables = {}
+    for s, o in zip(searches, outputs):
+        r = s.value.result
+        tables[join(o, BFS_RESULT_NAME)] = result(
+            lambda: dense_bfs_columns(xp, ids, r.distance, r.predecessor),
+            lambda: dense_bfs_table(names, be.to_host(r.distance), be.to_host(r.predecessor)))
     if forest is not None:
         rows, e = forest.value.edges, p.edges  # an edge's index is its input row
-        tables[join(output, FOREST_RESULT_NAME)] = dense_forest_table(
-            names, *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight)))
+        tables[join(output, FOREST_RESULT_NAME)] = result(
+            lambda: dense_forest_columns(xp, ids, e.src[rows], e.dst[rows], e.weight[rows]),
+            lambda: dense_forest_table(names, *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight))))
     written, removed = publish_results(tables, output, compression, check=check_flow_run_going)
     # absolute, as seen by the process that wrote them: the summary names them for the user
     paths = [absolute(path) for path in written]
     seconds = time.perf_counter() - start
-    for path, table in zip(paths, tables.values()):
-        get_run_logger().info("wrote %s (%s rows)", path, f"{table.num_rows:,}")
+    for path, table, by in zip(paths, tables.values(), writers):
+        get_run_logger().info("wrote %s (%s rows; writer %s)", path, f"{table.num_rows:,}", by)
     for path in removed:
         get_run_logger().info("removed %s, an earlier run's result that this run does not replace", path)
     get_run_logger().info("wrote %s with %s compression in %.3f s", count(len(paths), "file"), compression, seconds)
     summary = summarize(p, graph, searches, forest, checks, paths, seconds)
+    summary["writers"] = writers
     artifacts.wait_until_published()
     return summary
 

@@ -29,6 +29,10 @@ class RunSummary(TypedDict):
     # the Parquet reader: {"reader": "gpu" | "host", "columns": {column: {reader: column chunks}},
     # "fallbacks": {reason: chunks left to the host reader}, ...} (tasks.parquet.host_reader)
     reader: NotRequired[dict]
+    # what encoded each output, in the order of outputs (tasks.parquet.write.written_by):
+    # "gpu page writer on cupy, nvCOMP snappy", "host (pyarrow)", or "host (pyarrow; the page
+    # writer takes no string vertex ids)"
+    writers: NotRequired[list[str]]
     total_seconds: NotRequired[float]  # from the flow's start to its summary (set by the flow)
     # BFS (flows bfs and pipeline); lists are per search, in the order of the source sets
     source_sets: NotRequired[int]  # searches run
@@ -130,6 +134,14 @@ def reader_text(report: dict) -> str:
     return text
 
 
+def writer_text(outputs: list[str], writers: list[str]) -> str:
+    """What encoded the outputs, on one line: the writer when one wrote every file, else each
+    file's ('/out/bfs_distances.parquet: gpu page writer ...; /out/mst_edges.parquet: host ...')."""
+    if len(set(writers)) == 1:
+        return writers[0]
+    return "; ".join(f"{path}: {writer}" for path, writer in zip(outputs, writers))
+
+
 def count(n: int, one: str, many: str | None = None) -> str:
     """'1 vertex', '2 vertices', '1,035 levels'."""
     return f"{n:,} {one if n == 1 else many or one + 's'}"
@@ -218,6 +230,8 @@ def summary_rows(summary: RunSummary) -> list[dict]:
     row("backend", f"{s['backend']} on {s['device']}")
     if "reader" in s:
         row("Parquet reader", reader_text(s["reader"]))
+    if "writers" in s:
+        row("Parquet writer", writer_text(s["outputs"], s["writers"]))
     for path in s["outputs"]:
         row("output", path)
     return rows

@@ -8,7 +8,9 @@ importing only modules listed above it:
 - filesystem: the one filesystem interface every file access goes through (pyarrow.fs): the
   local disk with its capabilities beyond it (locks, atomic exchange, file identity, umask),
   and object stores, which lack them;
-- concat: one Parquet file from several by copying pages (self-contained);
+- thrift: the compact protocol of footers and page headers, read and written (standard library
+  only);
+- concat: one Parquet file from several by copying pages;
 - tables: the result tables, one pair of builders for both paths;
 - filters: the --filter language, parsed without eval (standard library only, for the command
   line), and what hive folder values or row-group statistics say it can keep;
@@ -25,6 +27,9 @@ importing only modules listed above it:
 - read: the reader, one interface for a one-partition read and a partitioned run's shares,
   its backends chosen by name (auto, gpu, host);
 - output_paths: which result paths may be written;
-- write: atomic writes of result files, a partitioned run's parts;
+- page_writer: result columns encoded into a Parquet file on the compute backend (encodings by
+  kernels/parquet_encode.py), the writing twin of the page reader;
+- write: atomic writes of result files (by pyarrow, or by the page writer), a partitioned run's
+  parts;
 - publish: results put into place while no other run publishes there.
 """

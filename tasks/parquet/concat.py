@@ -1,7 +1,7 @@
 """One Parquet file from several, without decoding or re-encoding a page.
 
 A Parquet file is ``PAR1``, the row groups' pages, a footer (a Thrift FileMetaData, compact
-protocol), the footer's length and ``PAR1``. Pages hold no file positions; only the footer does.
+protocol: tasks.parquet.thrift), the footer's length and ``PAR1``. Pages hold no file positions; only the footer does.
 So files that share a schema concatenate by copying each one's pages as they are and writing one
 footer: their row groups in order, each position moved by where that file's pages now start.
 
@@ -27,10 +27,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-MAGIC = b"PAR1"
+from tasks.parquet.thrift import LIST, STRUCT, ThriftError, decode_struct, encode_struct, field
 
-# Thrift compact protocol type codes (as they appear in field headers and list headers)
-_TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET, _MAP, _STRUCT = range(1, 13)
+MAGIC = b"PAR1"
 
 # Field ids of the parquet-format structs touched here (parquet.thrift)
 _META_NUM_ROWS, _META_ROW_GROUPS, _META_SCHEMA, _META_KEY_VALUES, _META_CREATED_BY = 3, 4, 2, 5, 6
@@ -47,151 +46,6 @@ class ParquetConcatError(ValueError):
     """The files cannot be concatenated as they are (schemas differ, page indexes, encryption)."""
 
 
-# --- Thrift compact protocol, decoded into a tree that re-encodes to the same bytes ---------
-# A struct is a list of [field id, type, value]; a list or set is (element type, [values]); a
-# map is (key type, value type, [(key, value)]); booleans as struct fields carry their value in
-# the type (1 true, 2 false) and None as value.
-
-class _Reader:
-    def __init__(self, data: bytes):
-        self.data, self.pos = data, 0
-
-    def byte(self) -> int:
-        b = self.data[self.pos]
-        self.pos += 1
-        return b
-
-    def varint(self) -> int:
-        shift = result = 0
-        while True:
-            b = self.byte()
-            result |= (b & 0x7F) << shift
-            if b < 0x80:
-                return result
-            shift += 7
-
-    def zigzag(self) -> int:
-        n = self.varint()
-        return (n >> 1) ^ -(n & 1)
-
-    def take(self, count: int) -> bytes:
-        chunk = self.data[self.pos:self.pos + count]
-        if len(chunk) != count:
-            raise ParquetConcatError("the footer ends inside a value")
-        self.pos += count
-        return chunk
-
-    def value(self, kind: int):
-        if kind in (_I16, _I32, _I64):
-            return self.zigzag()
-        if kind == _BINARY:
-            return self.take(self.varint())
-        if kind == _STRUCT:
-            return self.struct()
-        if kind in (_LIST, _SET):
-            head = self.byte()
-            size, element = head >> 4, head & 0x0F
-            if size == 15:
-                size = self.varint()
-            return element, [self.value(element) for _ in range(size)]
-        if kind == _MAP:
-            size = self.varint()
-            if size == 0:
-                return 0, 0, []
-            types = self.byte()
-            key, val = types >> 4, types & 0x0F
-            return key, val, [(self.value(key), self.value(val)) for _ in range(size)]
-        if kind == _DOUBLE:
-            return self.take(8)
-        if kind in (_BYTE, _TRUE, _FALSE):  # a boolean inside a list is one byte too
-            return self.byte()
-        raise ParquetConcatError(f"unknown Thrift type {kind} in the footer")
-
-    def struct(self) -> list:
-        fields, last = [], 0
-        while True:
-            head = self.byte()
-            if head == 0:
-                return fields
-            kind, delta = head & 0x0F, head >> 4
-            fid = last + delta if delta else self.zigzag()
-            fields.append([fid, kind, None if kind in (_TRUE, _FALSE) else self.value(kind)])
-            last = fid
-
-
-def _varint(out: bytearray, n: int) -> None:
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
-def _zigzag(out: bytearray, n: int) -> None:
-    _varint(out, (n << 1) ^ (n >> 63))
-
-
-def _write_value(out: bytearray, kind: int, value) -> None:
-    if kind in (_I16, _I32, _I64):
-        _zigzag(out, value)
-    elif kind == _BINARY:
-        _varint(out, len(value))
-        out += value
-    elif kind == _STRUCT:
-        _write_struct(out, value)
-    elif kind in (_LIST, _SET):
-        element, items = value
-        if len(items) < 15:
-            out.append(len(items) << 4 | element)
-        else:
-            out.append(0xF0 | element)
-            _varint(out, len(items))
-        for item in items:
-            _write_value(out, element, item)
-    elif kind == _MAP:
-        key, val, items = value
-        _varint(out, len(items))
-        if items:
-            out.append(key << 4 | val)
-            for k, v in items:
-                _write_value(out, key, k)
-                _write_value(out, val, v)
-    elif kind == _DOUBLE:
-        out += value
-    else:  # _BYTE, or a boolean inside a list
-        out.append(value)
-
-
-def _write_struct(out: bytearray, fields: list) -> None:
-    last = 0
-    for fid, kind, value in fields:
-        if 0 < fid - last <= 15:
-            out.append((fid - last) << 4 | kind)
-        else:
-            out.append(kind)
-            _zigzag(out, fid)
-        if kind not in (_TRUE, _FALSE):
-            _write_value(out, kind, value)
-        last = fid
-    out.append(0)
-
-
-def decode_footer(footer: bytes) -> list:
-    return _Reader(footer).struct()
-
-
-def encode_footer(meta: list) -> bytes:
-    out = bytearray()
-    _write_struct(out, meta)
-    return bytes(out)
-
-
-def _field(fields: list, fid: int):
-    for entry in fields:
-        if entry[0] == fid:
-            return entry
-    return None
-
-
 # --- concatenation --------------------------------------------------------------------------
 
 def _footer_of(read_at, size: int, name: str) -> tuple[list, int]:
@@ -204,36 +58,36 @@ def _footer_of(read_at, size: int, name: str) -> tuple[list, int]:
     if length + 12 > size:
         raise ParquetConcatError(f"{name}: its footer is longer than the file")
     try:
-        meta = decode_footer(read_at(size - 8 - length, length))
-    except (ParquetConcatError, IndexError):
+        meta = decode_struct(read_at(size - 8 - length, length))
+    except (ThriftError, IndexError):
         meta = []
     if not _META_REQUIRED <= {entry[0] for entry in meta}:
         raise ParquetConcatError(f"{name}: its footer is not valid Parquet metadata")
-    if any(_field(meta, f) for f in _META_ENCRYPTION):
+    if any(field(meta, f) for f in _META_ENCRYPTION):
         raise ParquetConcatError(f"{name}: encrypted footers are not concatenated")
     return meta, size - 8 - length - len(MAGIC)
 
 
 def _moved_row_groups(meta: list, shift: int, name: str) -> list:
     """The row groups of one piece, their file positions moved by ``shift`` bytes."""
-    groups = _field(meta, _META_ROW_GROUPS)
+    groups = field(meta, _META_ROW_GROUPS)
     for group in groups[2][1] if groups else []:
-        offset = _field(group, _GROUP_FILE_OFFSET)
+        offset = field(group, _GROUP_FILE_OFFSET)
         if offset and offset[2]:
             offset[2] += shift
-        for chunk in _field(group, _GROUP_COLUMNS)[2][1]:
-            if any(_field(chunk, f) for f in _CHUNK_PAGE_INDEX):
+        for chunk in field(group, _GROUP_COLUMNS)[2][1]:
+            if any(field(chunk, f) for f in _CHUNK_PAGE_INDEX):
                 raise ParquetConcatError(f"{name}: has page indexes, which hold file positions")
-            if (_field(chunk, _CHUNK_FILE_PATH) or [0, 0, b""])[2]:
+            if (field(chunk, _CHUNK_FILE_PATH) or [0, 0, b""])[2]:
                 raise ParquetConcatError(f"{name}: keeps pages in another file")
-            offset = _field(chunk, _CHUNK_FILE_OFFSET)
+            offset = field(chunk, _CHUNK_FILE_OFFSET)
             if offset and offset[2]:  # deprecated; pyarrow writes 0, meaning none
                 offset[2] += shift
-            column = _field(chunk, _CHUNK_META)[2]
-            if _field(column, _CHUNK_BLOOM_FILTER):
+            column = field(chunk, _CHUNK_META)[2]
+            if field(column, _CHUNK_BLOOM_FILTER):
                 raise ParquetConcatError(f"{name}: has bloom filters, which hold file positions")
             for fid in _CHUNK_POSITIONS:
-                position = _field(column, fid)
+                position = field(column, fid)
                 if position and position[2]:  # a page is never at 0 (the magic is); 0 means none
                     position[2] += shift
     return groups[2][1] if groups else []
@@ -243,7 +97,7 @@ def _joined_footer(footers: list[list], bodies: list[int], names: list[str]) -> 
     """The concatenated file's footer, and where each piece's pages start in it, given each
     piece's decoded footer and page bytes (its length less magic and footer)."""
     def described(meta, fid) -> bytes:  # a field as bytes, to compare files by
-        return encode_footer([_field(meta, fid) or [0, _STRUCT, []]])
+        return encode_struct([field(meta, fid) or [0, STRUCT, []]])
 
     first = footers[0]
     starts, position, groups, rows = [], len(MAGIC), [], 0
@@ -256,25 +110,25 @@ def _joined_footer(footers: list[list], bodies: list[int], names: list[str]) -> 
         starts.append(position)
         try:
             groups += _moved_row_groups(meta, position - len(MAGIC), name)
-            rows += _field(meta, _META_NUM_ROWS)[2]
+            rows += field(meta, _META_NUM_ROWS)[2]
         except (TypeError, IndexError, KeyError):  # a required field missing or of another type
             raise ParquetConcatError(f"{name}: its footer is not valid Parquet metadata") from None
         position += body
     for ordinal, group in enumerate(groups):
-        entry = _field(group, _GROUP_ORDINAL)
+        entry = field(group, _GROUP_ORDINAL)
         if entry and ordinal < 2**15:
             entry[2] = ordinal
         elif entry:  # an i16: past 32767 it would wrap, so the (optional) field goes
             group.remove(entry)
     joined = [list(entry) for entry in first]
-    _field(joined, _META_NUM_ROWS)[2] = rows
-    listed = _field(joined, _META_ROW_GROUPS)
+    field(joined, _META_NUM_ROWS)[2] = rows
+    listed = field(joined, _META_ROW_GROUPS)
     if listed:
-        listed[2] = (_STRUCT, groups)
+        listed[2] = (STRUCT, groups)
     else:
-        joined.append([_META_ROW_GROUPS, _LIST, (_STRUCT, groups)])
+        joined.append([_META_ROW_GROUPS, LIST, (STRUCT, groups)])
         joined.sort(key=lambda entry: entry[0])
-    return encode_footer(joined), starts
+    return encode_struct(joined), starts
 
 
 def _finish(fd: int, footer: bytes, at: int) -> None:

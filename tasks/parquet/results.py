@@ -33,6 +33,10 @@ RESULT_KEY = b"parquet-graph-pipeline.result"
 COMPRESSIONS = ("snappy", "zstd", "lz4", "gzip", "none")
 DEFAULT_COMPRESSION = "snappy"
 
+# Who encodes the results (tasks.parquet.write.resolve_writer): the page writer on the compute
+# backend (gpu), pyarrow's writer (host), or auto: gpu where the backend is CuPy and nvCOMP is usable.
+WRITERS = ("auto", "gpu", "host")
+
 # A partitioned run's result: one file (its ranks' parts joined) or a folder of parts.
 LAYOUTS = ("file", "dataset")
 DEFAULT_LAYOUT = "file"

@@ -8,8 +8,15 @@ Columns are given as pyarrow arrays of the input's ids and NumPy arrays on the h
 predecessor is null in the array given. A one-partition run's results, over dense vertices,
 go through ``dense_bfs_table`` / ``dense_forest_table`` with the input ids of its vertices
 (``vertex_names``); a partitioned rank has the ids themselves.
+
+The page writer (tasks.parquet.page_writer) takes a result without a pyarrow table: a
+``ResultColumns`` holds its columns as arrays of the compute backend (CuPy on a GPU), built by
+``dense_bfs_columns`` / ``dense_forest_columns`` with the same schema, values and nulls as the
+tables, so a GPU run's results go to the encoder without a copy to the host.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -51,3 +58,39 @@ def dense_forest_table(ids: pa.Array, src: np.ndarray, dst: np.ndarray, weight: 
     """A forest over dense vertices whose input ids are ``ids``: its edges' dense ends and
     weights, in input row order."""
     return forest_table(ids.take(pa.array(src)), ids.take(pa.array(dst)), weight)
+
+
+@dataclass(frozen=True)
+class ResultColumns:
+    """A result's columns on the compute backend: ``values[i]`` holds field i of ``schema``
+    (its dtype the field's), ``valid[i]`` says which rows hold a value (bool; None: every row).
+    Rows without a value hold anything. What the page writer needs of a pyarrow table."""
+
+    schema: pa.Schema
+    values: tuple
+    valid: tuple
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.values[0].shape[0]) if self.values else 0
+
+    def replace_schema_metadata(self, metadata: dict) -> ResultColumns:
+        return replace(self, schema=self.schema.with_metadata(metadata))
+
+
+def dense_bfs_columns(xp, ids, distance, predecessor) -> ResultColumns:
+    """dense_bfs_table's result as ResultColumns of ``xp`` arrays (``ids``: the input's
+    integer ids of dense vertices 0..n-1)."""
+    ids = xp.asarray(ids)
+    reached, has_predecessor = distance >= 0, distance > 0
+    predecessor_ids = ids[xp.where(has_predecessor, predecessor, 0)] if ids.shape[0] else ids
+    return ResultColumns(bfs_schema(pa.from_numpy_dtype(ids.dtype)),
+                         (ids, distance.astype(xp.int32, copy=False), predecessor_ids),
+                         (None, reached, has_predecessor))
+
+
+def dense_forest_columns(xp, ids, src, dst, weight) -> ResultColumns:
+    """dense_forest_table's result as ResultColumns of ``xp`` arrays."""
+    ids = xp.asarray(ids)
+    return ResultColumns(forest_schema(pa.from_numpy_dtype(ids.dtype), pa.from_numpy_dtype(weight.dtype)),
+                         (ids[src], ids[dst], weight), (None, None, None))

@@ -1,5 +1,10 @@
 """The writer: result tables into Parquet files, atomically.
 
+A result reaches the writer as a pyarrow table, encoded by pyarrow on the host's cores, or as a
+tasks.parquet.tables.ResultColumns, encoded by the page writer (tasks.parquet.page_writer) on
+the arrays' backend: the form chooses the encoder (``resolve_writer`` says which form a run
+builds, ``written_by`` what encodes a file); everything else below is shared.
+
 Every file is encoded into a temporary file beside its target (on disk, fsynced; its footer
 names the result under results.RESULT_KEY), and only once every file of a write is on disk
 are they renamed into place (``write_many``): a reader sees the old file or the new one,
@@ -22,15 +27,19 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tasks import stopping
 from tasks.errors import OutputError
 from tasks.parquet.concat import ParquetConcatError, concatenate_files, write_table_parallel
+from tasks.parquet.decompress import nvcomp_usable
 from tasks.parquet.filesystem import local
 from tasks.parquet.output_paths import is_result_dataset, prepare_output_dir, remove_path
-from tasks.parquet.results import COMPRESSIONS, DEFAULT_COMPRESSION, RESULT_KEY, result_name
+from tasks.parquet.page_writer import compressor, write_columns
+from tasks.parquet.results import COMPRESSIONS, DEFAULT_COMPRESSION, RESULT_KEY, WRITERS, result_name
+from tasks.parquet.tables import ResultColumns
 
 # Dictionary encoding where it pays. Result columns of vertex ids (one distinct value per row in
 # bfs_distances, nearly so in mst_edges) never: the writer would build a dictionary for each
@@ -43,15 +52,54 @@ ID_RESULT_COLUMNS = ("vertex", "predecessor", "src", "dst")
 DICTIONARY_SAMPLE = 65536
 
 
-def dictionary_columns(table: pa.Table) -> list[str]:
+def dictionary_columns(table: pa.Table | ResultColumns) -> list[str]:
+    """The columns to dictionary-encode, by the rule above (the same for both encoders)."""
     chosen = []
-    for name in table.column_names:
+    for i, name in enumerate(table.schema.names):
         if name in ID_RESULT_COLUMNS:
             continue
-        sample = table[name].slice(0, DICTIONARY_SAMPLE)
-        if name != "weight" or len(sample) == 0 or 4 * len(pc.unique(sample)) <= len(sample):
+        if name != "weight":
+            chosen.append(name)
+            continue
+        if isinstance(table, ResultColumns):
+            sample = table.values[i][:DICTIONARY_SAMPLE]  # weights have no nulls
+            size, distinct = int(sample.shape[0]), int(_module(sample).unique(sample).shape[0])
+        else:
+            sample = table[name].slice(0, DICTIONARY_SAMPLE)
+            size, distinct = len(sample), len(pc.unique(sample))
+        if size == 0 or 4 * distinct <= size:
             chosen.append(name)
     return chosen
+
+
+def _module(array):
+    if isinstance(array, np.ndarray):
+        return np
+    import cupy
+
+    return cupy.get_array_module(array)
+
+
+def resolve_writer(name: str | None, xp) -> str:
+    """The writer that ``name`` (auto, gpu or host; None: auto) means for results computed in
+    arrays of ``xp``: auto is gpu where xp is CuPy and nvCOMP is usable, else host. gpu: the
+    run builds ResultColumns of its arrays for the page writer (on NumPy where the backend is);
+    host: pyarrow tables."""
+    name = name or "auto"
+    if name not in WRITERS:
+        raise OutputError(f"unknown Parquet writer {name!r} (choose from {', '.join(WRITERS)})")
+    if name == "auto":
+        return "gpu" if xp is not np and nvcomp_usable() else "host"
+    return name
+
+
+def written_by(table: pa.Table | ResultColumns, compression: str) -> str:
+    """What encodes ``table``: 'host (pyarrow)', or 'gpu page writer on cupy, nvCOMP snappy'."""
+    if not isinstance(table, ResultColumns):
+        return "host (pyarrow)"
+    xp = _module(table.values[0]) if table.values else np
+    how = compressor(xp, compression)
+    return f"gpu page writer on {xp.__name__}, " + ("uncompressed" if how == "none" else f"{how} {compression}")
 
 
 def process_marker() -> str:
@@ -97,11 +145,13 @@ def remove_stale_temporaries(output: str | os.PathLike, ending: int | None = Non
     return removed
 
 
-def write_temporary(table: pa.Table, target: Path, compression: str, threads: int, remake_folder: bool = True) -> Path:
-    """``table`` encoded on up to ``threads`` cores (tasks.parquet.concat.write_table_parallel)
-    into a temporary file beside ``target``, on disk (fsynced); its footer names the result
-    (RESULT_KEY). Nothing is left behind on failure. ``remake_folder``: a target folder removed
-    meanwhile is made again (else the write fails: FileNotFoundError)."""
+def write_temporary(table: pa.Table | ResultColumns, target: Path, compression: str, threads: int,
+                    remake_folder: bool = True) -> Path:
+    """``table`` encoded into a temporary file beside ``target``, on disk (fsynced); its footer
+    names the result (RESULT_KEY). A pyarrow table is encoded on up to ``threads`` cores
+    (tasks.parquet.concat.write_table_parallel), ResultColumns by the page writer (host codecs
+    and CRCs on up to ``threads`` cores). Nothing is left behind on failure. ``remake_folder``:
+    a target folder removed meanwhile is made again (else the write fails: FileNotFoundError)."""
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            RESULT_KEY: result_name(target).encode()})
     for attempt in range(3):
@@ -117,8 +167,11 @@ def write_temporary(table: pa.Table, target: Path, compression: str, threads: in
     os.fchmod(fd, 0o666 & ~local().umask())  # mkstemp creates 0600; a result is as readable as the umask says
     os.close(fd)
     try:
-        write_table_parallel(table, tmp, threads, compression=compression,
-                             use_dictionary=dictionary_columns(table))
+        if isinstance(table, ResultColumns):
+            write_columns(table, tmp, compression, dictionary=dictionary_columns(table), threads=threads)
+        else:
+            write_table_parallel(table, tmp, threads, compression=compression,
+                                 use_dictionary=dictionary_columns(table))
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
     except BaseException:
@@ -172,9 +225,10 @@ def make_folder_below(root: Path, folder: Path) -> None:
         raise FileNotFoundError(2, os.strerror(2), str(root))
 
 
-def write_many(tables: dict[str | os.PathLike, pa.Table], compression: str = DEFAULT_COMPRESSION,
+def write_many(tables: dict[str | os.PathLike, pa.Table | ResultColumns], compression: str = DEFAULT_COMPRESSION,
                lock: str | os.PathLike | None = None, check=None, then=None, inside: Path | None = None) -> list[Path]:
-    """Write result files (target path -> table), all at once, the cores shared out among them
+    """Write result files (target path -> table: a pyarrow table or ResultColumns, which chooses
+    the encoder), all at once, the cores shared out among them
     (a Parquet writer encodes on one core and releases the GIL; each file is encoded in pieces,
     one per core it gets). Every file is encoded to a temporary first, and only once all are on
     disk are they renamed into place: a write that fails (a full disk, say) replaces none. With

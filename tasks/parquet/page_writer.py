@@ -1,0 +1,331 @@
+"""The page writer: a result's columns encoded into a Parquet file on the compute backend.
+
+The writing twin of the page reader (tasks.parquet.pages, decompress, page_reader). Input: a
+pyarrow table or a tasks.parquet.tables.ResultColumns (the columns as CuPy arrays on a GPU,
+NumPy elsewhere) of fixed-width columns (int32, int64, float32, float64); output: one Parquet
+file whose schema, values, row order, nulls and footer metadata are those pyarrow writes for
+the same table (tasks.parquet.write). What it writes:
+
+- row groups of ``row_group_rows`` rows (1 Mi by default), the last one shorter; a table of
+  no rows has no row group;
+- per column chunk, data pages (v1) of at most ``page_bytes`` bytes of values (1 MiB) and
+  ``page_rows`` rows (20,000), each
+  [u32 length][definition levels, RLE/bit-packed hybrid][values], compressed whole; every
+  column is OPTIONAL, as pyarrow writes them, so every page carries its levels;
+- values PLAIN, or for the columns ``dictionary`` names a dictionary page (PLAIN values) and
+  RLE_DICTIONARY pages; a chunk whose dictionary would pass 1 MiB (pyarrow's dictionary page
+  limit) is written PLAIN instead (pyarrow would switch to PLAIN within the chunk);
+- a CRC32 in every page header (of the page's bytes as stored), computed on the host;
+- column statistics (min, max, null count) and level histograms per chunk, the schema, the
+  key-value metadata (the schema's, and ``ARROW:schema`` as pyarrow stores it, so pyarrow reads
+  the same types back) and the column orders, encoded by tasks.parquet.thrift.
+
+Encoding happens on the arrays' backend (kernels/parquet_encode.py); compression with nvCOMP's
+batched encoder where the arrays are on a GPU, nvCOMP is usable and has an encoder for the
+codec (Snappy, Zstd, LZ4_RAW), else with pyarrow's codecs on the host's cores. Pages come to
+the host once compressed, for their CRCs and the file.
+"""
+from __future__ import annotations
+
+import base64
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from kernels import parquet_encode as enc
+from tasks.parquet.concat import LARGEST_ROW_GROUP, MAGIC
+from tasks.parquet.decompress import nvcomp_usable
+from tasks.parquet.tables import ResultColumns
+from tasks.parquet.thrift import BINARY, I32, I64, LIST, STRUCT, TRUE, encode_struct
+
+# parquet.thrift: physical Type, CompressionCodec, Encoding, PageType, FieldRepetitionType
+PHYSICAL_TYPES = {pa.int32(): 1, pa.int64(): 2, pa.float32(): 4, pa.float64(): 5}
+CODECS = {"none": 0, "snappy": 1, "gzip": 2, "zstd": 6, "lz4": 7}  # lz4: LZ4_RAW, as pyarrow writes it
+PLAIN, RLE, RLE_DICTIONARY = 0, 3, 8
+DATA_PAGE, DICTIONARY_PAGE = 0, 2
+REQUIRED, OPTIONAL = 0, 1
+
+HOST_CODECS = {"snappy": "snappy", "gzip": "gzip", "zstd": "zstd", "lz4": "lz4_raw"}
+NVCOMP_ENCODERS = {"snappy": "Snappy", "zstd": "Zstd", "lz4": "LZ4"}  # nvCOMP has no Gzip encoder
+
+# Pages as pyarrow cuts them: 1 MiB of values or 20,000 rows, whichever comes first (larger
+# pages made Zstd files ~2% larger, and nvCOMP's batch wants many pages anyway)
+PAGE_BYTES = 1 << 20
+PAGE_ROWS = 20_000
+ALIGNMENT = 8
+DICTIONARY_PAGE_LIMIT = 1 << 20
+CREATED_BY = b"parquet-graph-pipeline page writer version 0.1.0"
+
+
+def refusal(schema: pa.Schema) -> str | None:
+    """Why the page writer does not take a table of ``schema`` (None: it does)."""
+    for f in schema:
+        if f.type not in PHYSICAL_TYPES:
+            return f"{f.type} column {f.name!r}"
+    return None
+
+
+def compressor(xp, compression: str) -> str:
+    """What compresses the pages of arrays of ``xp``: 'nvCOMP', or 'host' (pyarrow's codecs)."""
+    if compression == "none":
+        return "none"
+    return "nvCOMP" if xp is not np and compression in NVCOMP_ENCODERS and nvcomp_usable() else "host"
+
+
+@dataclass
+class _Page:
+    body: object  # uint8 array of the backend: the uncompressed page
+    header: list  # the PageHeader's fields but sizes and CRC
+    stored: bytes = b""
+    crc: int = 0
+
+
+@dataclass
+class _Chunk:
+    column: int
+    rows: int
+    null_count: int
+    bounds: tuple | None  # (min, max) NumPy scalars
+    dictionary: bool
+    pages: list = field(default_factory=list)
+
+
+def columns_of(table, xp) -> ResultColumns:
+    """A pyarrow table's columns as ResultColumns of ``xp`` arrays (nulls hold 0)."""
+    if isinstance(table, ResultColumns):
+        return table
+    values, valid = [], []
+    for column in table.columns:
+        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        dtype = column.type.to_pandas_dtype()
+        values.append(xp.asarray(column.fill_null(0).to_numpy(zero_copy_only=False).astype(dtype, copy=False)))
+        valid.append(xp.asarray(column.is_valid().to_numpy(zero_copy_only=False)) if column.null_count else None)
+    return ResultColumns(table.schema, tuple(values), tuple(valid))
+
+
+def write_columns(table, path, compression: str, dictionary=(), threads: int = 1, xp=None,
+                  row_group_rows: int = LARGEST_ROW_GROUP, page_bytes: int = PAGE_BYTES,
+                  page_rows: int = PAGE_ROWS) -> None:
+    """Write ``table`` (ResultColumns, or a pyarrow table taken to ``xp``, NumPy by default) to
+    ``path``: the module's docstring says how. ``dictionary``: the names of the columns to
+    dictionary-encode. ``threads``: host cores for host codecs and CRCs. Does not fsync."""
+    if compression not in CODECS:
+        raise ValueError(f"unknown compression {compression!r}")
+    reason = refusal(table.schema)
+    if reason is not None:
+        raise ValueError(f"the page writer takes no {reason}")
+    if isinstance(table, ResultColumns):
+        values = table.values[0] if table.values else np.zeros(0)
+        xp = xp or (np if isinstance(values, np.ndarray) else _module_of(values))
+    else:
+        xp = xp or np
+    columns = columns_of(table, xp)
+    rows = columns.num_rows
+    groups = [(start, min(rows, start + row_group_rows)) for start in range(0, rows, row_group_rows)]
+    chunks = [[_encode_chunk(xp, columns, c, start, stop, columns.schema.field(c).name in dictionary,
+                             page_bytes, page_rows)
+               for c in range(len(columns.schema))] for start, stop in groups]
+    pages = [p for group in chunks for chunk in group for p in chunk.pages]
+    _compress(xp, pages, compression, threads)
+    _write_file(path, columns.schema, rows, chunks, compression)
+
+
+def _module_of(array):
+    import cupy
+
+    return cupy.get_array_module(array)
+
+
+def _encode_chunk(xp, columns: ResultColumns, c: int, start: int, stop: int, dictionary: bool,
+                  page_bytes: int, page_rows: int) -> _Chunk:
+    """One column chunk's pages, uncompressed: rows [start, stop) of column ``c``."""
+    values = columns.values[c][start:stop]
+    valid = columns.valid[c]
+    rows = stop - start
+    itemsize = values.dtype.itemsize
+    page_rows = max(8, min(page_rows, page_bytes // itemsize) // 8 * 8)  # whole groups of 8 but the last
+    row_starts = np.append(np.arange(0, rows, page_rows, dtype=np.int64), rows)
+    if valid is None:
+        present = values
+        levels = xp.ones(rows, dtype=xp.uint8)
+        value_starts = row_starts
+    else:
+        valid = valid[start:stop]
+        present = values[valid]
+        levels = valid.astype(xp.uint8)
+        counted = xp.zeros(rows + 1, dtype=xp.int64)
+        counted[1:] = xp.cumsum(valid, dtype=xp.int64)
+        value_starts = _host(counted[xp.asarray(row_starts)]).astype(np.int64)
+    chunk = _Chunk(c, rows, rows - int(present.shape[0]), enc.min_max(xp, present), False)
+    level_bytes, level_offsets = enc.hybrid(xp, levels, row_starts, 1)
+    streams = [enc.host_stream(xp, [int(n).to_bytes(4, "little") for n in np.diff(level_offsets)]),
+               (level_bytes, level_offsets)]
+    encoding = PLAIN
+    if dictionary:
+        distinct, index = enc.dictionary(xp, present)
+        if distinct.shape[0] * itemsize <= DICTIONARY_PAGE_LIMIT:
+            width = enc.index_bit_width(int(distinct.shape[0]))
+            chunk.dictionary, encoding = True, RLE_DICTIONARY
+            chunk.pages.append(_Page(enc.plain(xp, distinct), [
+                [1, I32, DICTIONARY_PAGE], [7, STRUCT, [[1, I32, int(distinct.shape[0])], [2, I32, PLAIN]]]]))
+            streams.append(enc.host_stream(xp, [bytes([width])] * (len(row_starts) - 1)))
+            streams.append(enc.hybrid(xp, index, value_starts, width))
+    if encoding == PLAIN:
+        streams.append((enc.plain(xp, present), value_starts * itemsize))
+    # each page padded to 8 bytes, so every page starts where nvCOMP's encoders want their
+    # inputs aligned (Zstd: 8 bytes)
+    sizes = sum(np.diff(o) for _, o in streams)
+    streams.append(enc.host_stream(xp, [bytes(int(-n % ALIGNMENT)) for n in sizes]))
+    body, offsets = enc.interleave(xp, streams)
+    for p in range(len(row_starts) - 1):
+        chunk.pages.append(_Page(body[offsets[p]:offsets[p] + sizes[p]], [
+            [1, I32, DATA_PAGE], [5, STRUCT, [[1, I32, int(row_starts[p + 1] - row_starts[p])], [2, I32, encoding],
+                                              [3, I32, RLE], [4, I32, RLE]]]]))
+    return chunk
+
+
+def _compress(xp, pages: list, compression: str, threads: int) -> None:
+    """Each page's stored bytes (compressed per ``compression``) on the host, and their CRC32
+    (zlib's, on up to ``threads`` cores: it releases the GIL)."""
+    if compressor(xp, compression) == "nvCOMP":
+        _compress_nvcomp(pages, compression)
+    else:
+        _compress_host(xp, pages, compression, threads)
+
+    def crc(page: _Page) -> None:
+        page.crc = zlib.crc32(page.stored)
+
+    _each(crc, pages, threads)
+
+
+def _compress_host(xp, pages: list, compression: str, threads: int) -> None:
+    codec = pa.Codec(HOST_CODECS[compression]) if compression != "none" else None
+    if xp is not np and pages:  # device pages come to the host in one copy, not one per page
+        flat = xp.concatenate([p.body for p in pages]).get()
+        ends = np.cumsum([int(p.body.shape[0]) for p in pages])
+        bodies = np.split(flat, ends[:-1])
+    else:
+        bodies = [p.body for p in pages]
+
+    def one(i: int) -> None:
+        data = bodies[i].tobytes()
+        pages[i].stored = codec.compress(data, asbytes=True) if codec is not None and data else data
+
+    _each(one, range(len(pages)), threads)
+
+
+def _compress_nvcomp(pages: list, compression: str) -> None:
+    """nvCOMP's batched encoder over every page of the file, then one copy to the host.
+    Written against nvidia-nvcomp-cu13 6.0 (Codec(algorithm=..., bitstream_kind=RAW),
+    as_arrays, encode); it runs on the GPU machine only."""
+    import cupy
+    from nvidia import nvcomp
+
+    todo = [p for p in pages if p.body.shape[0]]
+    if not todo:
+        return
+    codec = nvcomp.Codec(algorithm=NVCOMP_ENCODERS[compression], bitstream_kind=nvcomp.BitstreamKind.RAW)
+    try:
+        encoded = codec.encode(nvcomp.as_arrays([cupy.ascontiguousarray(p.body) for p in todo]))
+    except Exception as exc:
+        raise OSError(f"nvCOMP {NVCOMP_ENCODERS[compression]} encode failed ({exc}); "
+                      f"--writer host writes without it") from None
+    parts = [cupy.asarray(e).view(cupy.uint8).reshape(-1) for e in encoded]
+    sizes = np.array([int(p.shape[0]) for p in parts], np.int64)
+    host = cupy.concatenate(parts).get().tobytes()
+    at = 0
+    for page, size in zip(todo, sizes):
+        page.stored = host[at:at + int(size)]
+        at += int(size)
+
+
+def _each(work, items, threads: int) -> None:
+    if threads <= 1 or len(items) <= 1:
+        for item in items:
+            work(item)
+        return
+    with ThreadPoolExecutor(max_workers=min(threads, len(items))) as pool:
+        list(pool.map(work, items))
+
+
+def _host(array) -> np.ndarray:
+    return array.get() if hasattr(array, "get") else np.asarray(array)
+
+
+def _page_header(page: _Page) -> bytes:
+    signed = page.crc - (1 << 32) if page.crc >= 1 << 31 else page.crc  # the header's crc is an i32
+    head = page.header
+    return encode_struct([head[0], [2, I32, int(page.body.shape[0])], [3, I32, len(page.stored)],
+                          [4, I32, signed], *head[1:]])
+
+
+def _statistics(chunk: _Chunk) -> list:
+    stats = [[3, I64, chunk.null_count]]
+    if chunk.bounds is not None:
+        low, high = (v.tobytes() for v in chunk.bounds)
+        # 1, 2: the deprecated max and min, which older readers look for; 5, 6: max_value and
+        # min_value; 7, 8: both exact
+        stats = [[1, BINARY, high], [2, BINARY, low], *stats, [5, BINARY, high], [6, BINARY, low],
+                 [7, TRUE, None], [8, TRUE, None]]
+    return stats
+
+
+def _write_file(path, schema: pa.Schema, rows: int, chunks: list, compression: str) -> None:
+    names = schema.names
+    row_groups = []
+    with open(path, "wb") as out:
+        out.write(MAGIC)
+        position = len(MAGIC)
+        for group in chunks:
+            described, group_start = [], position
+            for chunk in group:
+                first = position
+                uncompressed = compressed = 0
+                data_offset = None
+                for page in chunk.pages:
+                    header = _page_header(page)
+                    if page.header[0][2] == DATA_PAGE and data_offset is None:
+                        data_offset = position
+                    out.write(header)
+                    out.write(page.stored)
+                    position += len(header) + len(page.stored)
+                    uncompressed += len(header) + int(page.body.shape[0])
+                    compressed += len(header) + len(page.stored)
+                data_pages = len(chunk.pages) - chunk.dictionary
+                encodings = [PLAIN, RLE, RLE_DICTIONARY] if chunk.dictionary else [RLE, PLAIN]
+                page_stats = ([[[1, I32, DICTIONARY_PAGE], [2, I32, PLAIN], [3, I32, 1]],
+                               [[1, I32, DATA_PAGE], [2, I32, RLE_DICTIONARY], [3, I32, data_pages]]]
+                              if chunk.dictionary else [[[1, I32, DATA_PAGE], [2, I32, PLAIN], [3, I32, data_pages]]])
+                meta = [[1, I32, PHYSICAL_TYPES[schema.field(chunk.column).type]], [2, LIST, (I32, encodings)],
+                        [3, LIST, (BINARY, [names[chunk.column].encode()])], [4, I32, CODECS[compression]],
+                        [5, I64, chunk.rows], [6, I64, uncompressed], [7, I64, compressed],
+                        [9, I64, data_offset]]
+                if chunk.dictionary:
+                    meta.append([11, I64, first])
+                meta += [[12, STRUCT, _statistics(chunk)], [13, LIST, (STRUCT, page_stats)],
+                         # SizeStatistics: no repetition levels; rows per definition level
+                         [16, STRUCT, [[2, LIST, (I64, [])],
+                                       [3, LIST, (I64, [chunk.null_count, chunk.rows - chunk.null_count])]]]]
+                described.append((meta, uncompressed, compressed))
+            row_groups.append([
+                [1, LIST, (STRUCT, [[[2, I64, 0], [3, STRUCT, meta]] for meta, _, _ in described])],
+                [2, I64, sum(u for _, u, _ in described)], [3, I64, group[0].rows], [5, I64, group_start],
+                [6, I64, sum(c for _, _, c in described)]])
+        footer = encode_struct(_file_metadata(schema, rows, row_groups))
+        out.write(footer)
+        out.write(len(footer).to_bytes(4, "little"))
+        out.write(MAGIC)
+
+
+def _file_metadata(schema: pa.Schema, rows: int, row_groups: list) -> list:
+    elements = [[[3, I32, REQUIRED], [4, BINARY, b"schema"], [5, I32, len(schema)]]]
+    elements += [[[1, I32, PHYSICAL_TYPES[f.type]], [3, I32, OPTIONAL], [4, BINARY, f.name.encode()]] for f in schema]
+    # pyarrow stores the Arrow schema (with its metadata) beside the schema's own keys
+    stored = {**(schema.metadata or {}), b"ARROW:schema": base64.b64encode(schema.serialize().to_pybytes())}
+    key_values = [[[1, BINARY, k], [2, BINARY, v]] for k, v in stored.items()]
+    return [[1, I32, 2], [2, LIST, (STRUCT, elements)], [3, I64, rows], [4, LIST, (STRUCT, row_groups)],
+            [5, LIST, (STRUCT, key_values)], [6, BINARY, CREATED_BY],
+            [7, LIST, (STRUCT, [[[1, STRUCT, []]] for _ in schema])]]  # TYPE_ORDER for every column
