@@ -162,8 +162,8 @@ def build_parser(kind: str) -> Parser:
     parser.add_argument("--runner", choices=RUNNERS, default=None,
                         help="where tasks run: threads of this process, Dask workers of this machine "
                              "(GPU workers when there is a GPU), or auto: threads below "
-                             "$GRAPH_DASK_MIN_EDGES (default 16,000,000) input edges, Dask above "
-                             "(default: $GRAPH_TASK_RUNNER, else auto)")
+                             "$GRAPH_DASK_MIN_EDGES (default 16,000,000) input edges, Dask above where it gets several "
+                             "GPUs or at least 4 CPU workers (default: $GRAPH_TASK_RUNNER, else auto)")
     parser.add_argument("--dask-address", metavar="URL",
                         help="run tasks on a running Dask cluster, e.g. tcp://host:8786 ($GRAPH_DASK_ADDRESS)")
     parser.add_argument("--verbose", action="store_true", help="show Prefect's log on the terminal")

@@ -9,8 +9,8 @@
 - an address (``tcp://host:8786``): an existing Dask scheduler; its workers need this checkout
   on their PYTHONPATH and PREFECT_API_URL pointing at the same server as the flow.
 - ``auto`` (the command line's default): threads below ``dask_min_edges()`` input edges, Dask
-  above when the machine has several workers to give Dask (GPUs, or cores), decided from
-  the Parquet footers before the run starts.
+  above when the machine has workers enough to give Dask (several GPUs, or at least
+  ``MIN_CPU_WORKERS`` CPU workers), decided from the Parquet footers before the run starts.
 
 The environment picks the default (deployments set it per work pool or job):
 GRAPH_TASK_RUNNER=dask|threads, GRAPH_DASK_ADDRESS, GRAPH_DASK_WORKERS (LocalCluster size),
@@ -33,6 +33,7 @@ from contextlib import contextmanager
 
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from kernels import backend as be
 from tasks import artifacts, cluster, settings
 from tasks.parameters import RUNNERS
 
@@ -44,6 +45,13 @@ from tasks.parameters import RUNNERS
 # searches and the forest in parallel processes saves. With one worker (one GPU, one core)
 # Dask only adds its start, so `auto` asks for it only when there are several.
 DASK_MIN_EDGES = 16_000_000
+# ... and on the CPU only with this many workers. Measured again on 2 cores, quiet, medians of 3
+# with the runners taking turns (benchmarks/results/cpu-runner-threshold-2026-12-02.json):
+# threads 9.1 s against Dask 12.3 s at Kron-20, and threads faster at Kron-21 too. With two
+# workers on two cores, the searches and the forest already run at once in threads (the NumPy
+# kernels release the GIL), and Dask only adds its worker processes' start and the moves of the
+# graph between them. (The 2026-11-30 figures above were single runs at a load average of 7.)
+MIN_CPU_WORKERS = 4
 
 
 def dask_min_edges() -> int:
@@ -182,11 +190,12 @@ def edge_count(path: str, filter: str | None = None) -> int | None:
 
 def resolve_auto(kind: str, path: str, filter: str | None = None) -> str:
     """``auto``: Dask for graphs of at least dask_min_edges() edges (the rows of the files a
-    filter's partition values keep) when this machine has several workers to give it; threads
-    otherwise."""
+    filter's partition values keep) when this machine has workers enough to give it (several
+    GPUs; on the CPU, MIN_CPU_WORKERS); threads otherwise."""
     if kind != "auto":
         return kind
     edges = edge_count(path, filter)
     if edges is None or edges < dask_min_edges():
         return "threads"
-    return "dask" if cluster.local_workers() > 1 else "threads"
+    enough = 2 if be.resolve(None) == "cupy" else MIN_CPU_WORKERS
+    return "dask" if cluster.local_workers() >= enough else "threads"

@@ -141,14 +141,17 @@ def test_auto_runner_follows_the_edge_count_in_the_footers(tmp_path, monkeypatch
     assert edge_count(str(tmp_path / "one.parquet")) == 3
     assert edge_count(str(tmp_path / "dataset")) == 6
     monkeypatch.setenv("GRAPH_DASK_MIN_EDGES", "6")
-    monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "4")
     assert resolve_auto("auto", str(tmp_path / "one.parquet")) == "threads"
     # (on a GPU machine the workers are its GPUs: one GPU, one worker)
     assert resolve_auto("auto", str(tmp_path / "dataset")) == ("dask" if local_workers() > 1 else "threads")
-    if not be.cupy_usable():  # one worker: Dask would only add its start
-        monkeypatch.setenv("GRAPH_DASK_WORKERS", "1")
-        assert resolve_auto("auto", str(tmp_path / "dataset")) == "threads"
-        monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
+    if not be.cupy_usable():
+        # two CPU workers: threads keep both cores busy, and Dask would only add its start (the
+        # runner-threshold records); one: nothing to spread
+        for workers in ("2", "1"):
+            monkeypatch.setenv("GRAPH_DASK_WORKERS", workers)
+            assert resolve_auto("auto", str(tmp_path / "dataset")) == "threads"
+        monkeypatch.setenv("GRAPH_DASK_WORKERS", "4")
     assert resolve_auto("threads", str(tmp_path / "dataset")) == "threads"  # an explicit choice stands
     (tmp_path / "broken.parquet").write_text("not parquet")
     assert edge_count(str(tmp_path / "broken.parquet")) is None
@@ -240,6 +243,6 @@ def test_auto_counts_the_edges_of_a_dataset_that_holds_other_files(tmp_path, mon
     (data / "README.md").write_text("nightly export of the edges\n")
     assert edge_count(str(data)) == 3 * len(SEED_EDGES)
     monkeypatch.setenv("GRAPH_DASK_MIN_EDGES", str(3 * len(SEED_EDGES)))
-    monkeypatch.setenv("GRAPH_DASK_WORKERS", "2")
+    monkeypatch.setenv("GRAPH_DASK_WORKERS", "4")
     monkeypatch.setenv("GRAPH_BACKEND", "numpy")
     assert resolve_auto("auto", str(data)) == "dask"
