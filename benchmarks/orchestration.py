@@ -54,8 +54,9 @@ from kernels.msf import minimum_spanning_forest
 from kernels.verify import verify_bfs, verify_forest
 from tasks.graph_tasks import prepare_input
 from tasks.parquet.results import BFS_RESULT_NAME, FOREST_RESULT_NAME
-from tasks.parquet.tables import dense_bfs_table, dense_forest_table, vertex_names
-from tasks.parquet.write import write_many
+from tasks.parquet.tables import (dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table,
+                                  vertex_names)
+from tasks.parquet.write import resolve_writer, write_many
 
 STAGES = ("load", "prepare", "csr", "bfs", "msf", "validate", "write")
 # the pipeline flow's task runs with one source set: load, CSR, BFS, forest, two validations,
@@ -77,10 +78,11 @@ def peak_rss() -> int:
 
 
 def bare_pipeline(path: str, source_id: int, output: str, backend: str, rss: dict | None = None,
-                  reader: str = "auto") -> dict:
+                  reader: str = "auto", writer: str = "auto") -> dict:
     """The pipeline's work without Prefect or Dask; seconds per stage, and under "reader" what
-    read the input (the read's report). ``rss``, if given, gets the process's peak RSS as it
-    stands at the end of each stage (where the host peak is set)."""
+    read the input (the read's report). ``writer`` gpu hands the results to the page writer as
+    the backend's arrays, host as pyarrow tables. ``rss``, if given, gets the process's peak RSS
+    as it stands at the end of each stage (where the host peak is set)."""
     xp = be.module(backend)
     rss = {} if rss is None else rss
     prepared = prepare_input(path, "src", "dst", "weight", backend, reader=reader)
@@ -107,22 +109,31 @@ def bare_pipeline(path: str, source_id: int, output: str, backend: str, rss: dic
     forest_report = verify_forest(edges.src, edges.dst, edges.weight, edges.n, forest.edges)
     assert not any(bfs_report.values()) and not any(forest_report.values()), (bfs_report, forest_report)
     lap("validate")
-    names, rows = vertex_names(prepared.names, prepared.ids), forest.edges
-    write_many({Path(output) / BFS_RESULT_NAME: dense_bfs_table(names, be.to_host(result.distance),
-                                                                be.to_host(result.predecessor)),
-                Path(output) / FOREST_RESULT_NAME: dense_forest_table(
-                    names, *(be.to_host(column[rows]) for column in (edges.src, edges.dst, edges.weight)))})
+    rows = forest.edges
+    if resolve_writer(writer, xp) == "gpu" and prepared.names is None:
+        results = {Path(output) / BFS_RESULT_NAME: dense_bfs_columns(xp, prepared.ids, result.distance,
+                                                                     result.predecessor),
+                   Path(output) / FOREST_RESULT_NAME: dense_forest_columns(
+                       xp, prepared.ids, edges.src[rows], edges.dst[rows], edges.weight[rows])}
+    else:
+        names = vertex_names(prepared.names, prepared.ids)
+        results = {Path(output) / BFS_RESULT_NAME: dense_bfs_table(names, be.to_host(result.distance),
+                                                                   be.to_host(result.predecessor)),
+                   Path(output) / FOREST_RESULT_NAME: dense_forest_table(
+                       names, *(be.to_host(column[rows]) for column in (edges.src, edges.dst, edges.weight)))}
+    write_many(results)
     lap("write")
     stages["reader"] = prepared.reader
     return stages
 
 
-def fresh_run(path: str, source_id: str, output: str, backend: str, reader: str = "auto") -> None:
+def fresh_run(path: str, source_id: str, output: str, backend: str, reader: str = "auto",
+              writer: str = "auto") -> None:
     """bare_pipeline in this (fresh) process; prints its wall time, stages, peak RSS and GPU
     memory as one JSON line."""
     started = time.perf_counter()
     rss = {"start": peak_rss()}
-    stages = bare_pipeline(path, int(source_id), output, backend, rss, reader)
+    stages = bare_pipeline(path, int(source_id), output, backend, rss, reader, writer)
     stages.pop("reader")
     report = {"seconds": time.perf_counter() - started, "stages": stages, "peak_rss_bytes": peak_rss(),
               "peak_rss_by_stage": rss}
@@ -307,6 +318,8 @@ def main(argv=None) -> int:
     p.add_argument("--input-compression", default="snappy", help="comma-separated: snappy, none, zstd, ...")
     p.add_argument("--reader", default="auto",
                    help="comma-separated Parquet readers to time the bare pipeline with: auto, gpu, host")
+    p.add_argument("--writer", default="auto", choices=["auto", "gpu", "host"],
+                   help="the Parquet writer of the bare pipeline's results")
     p.add_argument("--flows", default="snappy", help="input compressions whose flows are timed too ('' for none)")
     p.add_argument("--parts", type=int, default=1, help="write the input as this many files (a dataset directory)")
     p.add_argument("--runner", default="dask", choices=["dask", "threads"])
@@ -333,22 +346,23 @@ def main(argv=None) -> int:
     for compression, path, reader in [(c, p, r) for c, p in inputs.items() for r in args.reader.split(",")]:
         out = work / compression / reader
         plain = plain_read_seconds(path)
-        bare_pipeline(path, source_id, str(out / "warm-up"), backend, reader=reader)
+        bare_pipeline(path, source_id, str(out / "warm-up"), backend, reader=reader, writer=args.writer)
         started = time.perf_counter()
-        bare = bare_pipeline(path, source_id, str(out / "bare"), backend, reader=reader)
+        bare = bare_pipeline(path, source_id, str(out / "bare"), backend, reader=reader, writer=args.writer)
         bare_seconds = time.perf_counter() - started
         read_by = bare.pop("reader")
         free_device_pool(backend)
         started = time.perf_counter()
         fresh = subprocess.run(
             [sys.executable, "-c", "import sys; from benchmarks.orchestration import fresh_run; fresh_run(*sys.argv[1:])",
-             path, str(source_id), str(out / "bare-fresh"), backend, reader], check=True, capture_output=True, text=True)
+             path, str(source_id), str(out / "bare-fresh"), backend, reader, args.writer], check=True,
+            capture_output=True, text=True)
         fresh_seconds = time.perf_counter() - started
         report = json.loads(next(line for line in fresh.stdout.splitlines() if line.startswith("FRESH "))[6:])
         record = {
             "algo": "pipeline-orchestration", "graph": args.graph, "backend": backend,
             "input_compression": compression, "input_files": args.parts, "edges": rows,
-            "reader": reader, "read_by": read_by,
+            "reader": reader, "read_by": read_by, "writer": resolve_writer(args.writer, be.module(backend)),
             "plain_read_seconds": round(plain, 3),
             "bare_seconds": round(bare_seconds, 3), "bare_stages": {k: round(v, 4) for k, v in bare.items()},
             "load_vs_plain_read": round(bare["load"] / plain, 3),
