@@ -22,6 +22,18 @@ def child_pythonpath() -> str:
     return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
 
+def assert_same_results(got: pa.Table, expected: pa.Table, check_metadata: bool = False) -> None:
+    """Two runs' result tables of one input. A forest is the same file whatever the backend (its
+    tie rule is the input row); a BFS result has the same vertices and distances, and the same
+    parents where the search is deterministic (NumPy): which of several valid parents a GPU
+    search keeps is a race, and each run validated its own parents."""
+    from kernels import backend as be
+
+    if "predecessor" in expected.column_names and be.resolve(None) == "cupy":
+        got, expected = got.drop_columns(["predecessor"]), expected.drop_columns(["predecessor"])
+    assert got.equals(expected, check_metadata=check_metadata), (got, expected)
+
+
 def run(main, argv, capsys):
     """A command's main() in this process: (exit code, stdout, stderr); argv items may be paths."""
     code = main([str(a) for a in argv])

@@ -19,16 +19,18 @@ from hypothesis import strategies as st
 from flows import pipeline as pipeline_cli
 from flows.arguments import build_parser, parameters
 from flows.pipeline import pipeline_flow
+from kernels import backend as be
 from kernels.parquet_decode import decode_hybrid
 from kernels.parquet_encode import hybrid, interleave
 from tasks.errors import OutputError
+from tasks.parquet.decompress import nvcomp_usable
 from tasks.parquet.page_writer import DICTIONARY_PAGE_LIMIT, write_columns
 from tasks.parquet.results import COMPRESSIONS, RESULT_KEY
 from tasks.parquet.tables import dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table
 from tasks.parquet.write import dictionary_columns, resolve_writer, write_many
 from tasks.report import summary_rows
 from tests.conftest import host
-from tests.helpers import random_edges, run, string_graph, write_edges
+from tests.helpers import assert_same_results, random_edges, run, string_graph, write_edges
 
 ROWS = {"no rows": 0, "one row": 1, "several pages": 300, "several row groups": 700}
 ROW_GROUP_ROWS = 256  # small pages and row groups, so a few hundred rows make several of each
@@ -271,12 +273,14 @@ def test_both_writers_write_identical_results_and_the_summary_names_the_writer(t
         assert code == 0, err
     for name in ("mst_edges.parquet", "bfs_distances.parquet"):
         gpu, host_file = tmp_path / "gpu" / name, tmp_path / "host" / name
-        assert pq.read_table(gpu).equals(pq.read_table(host_file), check_metadata=True)
+        assert_same_results(pq.read_table(gpu), pq.read_table(host_file), check_metadata=True)
         assert pq.ParquetFile(gpu).metadata.created_by.startswith("parquet-graph-pipeline page writer")
         pq.ParquetFile(gpu, page_checksum_verification=True).read()
     summary = pipeline_flow(str(edges), source=["0"], output=str(tmp_path / "summary"), writer="gpu")
-    assert summary["writers"] == ["gpu page writer on numpy, host snappy"] * 2
-    assert {"quantity": "Parquet writer", "value": "gpu page writer on numpy, host snappy"} in summary_rows(summary)
+    on = be.resolve(None)
+    by = f"gpu page writer on {on}, {'nvCOMP' if on == 'cupy' and nvcomp_usable() else 'host'} snappy"
+    assert summary["writers"] == [by] * 2
+    assert {"quantity": "Parquet writer", "value": by} in summary_rows(summary)
     summary = pipeline_flow(str(edges), source=["0"], output=str(tmp_path / "summary"), writer="host")
     assert summary["writers"] == ["host (pyarrow)"] * 2
 
