@@ -161,7 +161,7 @@ def concatenate_files(parts: list[str | os.PathLike], target: str | os.PathLike,
             finally:
                 os.close(src)
 
-        _each(copy, range(len(names)), threads)
+        for_each(copy, range(len(names)), threads)
         _finish(fd, footer, starts[-1] + bodies[-1])
     finally:
         os.close(fd)
@@ -251,7 +251,8 @@ def _copy_range(src: int, dst: int, count: int, src_at: int, dst_at: int, name: 
         done += len(chunk)
 
 
-def _each(work, items, threads: int) -> None:
+def for_each(work, items, threads: int) -> None:
+    """work(item) for every item, on up to ``threads`` threads (in this one where 1)."""
     items = list(items)
     if threads <= 1 or len(items) <= 1:
         for item in items:
@@ -290,7 +291,7 @@ def write_table_parallel(table: pa.Table, target: str | os.PathLike, threads: in
     # the target's temporaries finds them too), streamed as it encodes, not held in memory
     paths = [f"{target}-{i}.tmp" for i in range(len(slices))]
     try:
-        _each(lambda i: pq.write_table(slices[i], paths[i], row_group_size=row_group_size, **options),
+        for_each(lambda i: pq.write_table(slices[i], paths[i], row_group_size=row_group_size, **options),
               range(len(slices)), threads)
         concatenate_files(paths, target, threads)
     finally:

@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import base64
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
 from kernels import parquet_encode as enc
-from tasks.parquet.concat import LARGEST_ROW_GROUP, MAGIC
+from tasks.parquet.concat import LARGEST_ROW_GROUP, MAGIC, for_each
 from tasks.parquet.decompress import nvcomp_usable
 from tasks.parquet.tables import ResultColumns
 from tasks.parquet.thrift import BINARY, I32, I64, LIST, STRUCT, TRUE, encode_struct
@@ -198,7 +197,7 @@ def _compress(xp, pages: list, compression: str, threads: int) -> None:
     def crc(page: _Page) -> None:
         page.crc = zlib.crc32(page.stored)
 
-    _each(crc, pages, threads)
+    for_each(crc, pages, threads)
 
 
 def _compress_host(xp, pages: list, compression: str, threads: int) -> None:
@@ -214,7 +213,7 @@ def _compress_host(xp, pages: list, compression: str, threads: int) -> None:
         data = bodies[i].tobytes()
         pages[i].stored = codec.compress(data, asbytes=True) if codec is not None and data else data
 
-    _each(one, range(len(pages)), threads)
+    for_each(one, range(len(pages)), threads)
 
 
 def _compress_nvcomp(pages: list, compression: str) -> None:
@@ -240,15 +239,6 @@ def _compress_nvcomp(pages: list, compression: str) -> None:
     for page, size in zip(todo, sizes):
         page.stored = host[at:at + int(size)]
         at += int(size)
-
-
-def _each(work, items, threads: int) -> None:
-    if threads <= 1 or len(items) <= 1:
-        for item in items:
-            work(item)
-        return
-    with ThreadPoolExecutor(max_workers=min(threads, len(items))) as pool:
-        list(pool.map(work, items))
 
 
 def _host(array) -> np.ndarray:
