@@ -7,6 +7,7 @@ filter that keeps nothing is one error line, with nothing written."""
 import os
 import shutil
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -17,6 +18,7 @@ from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
 from flows.mst import mst_flow
+from tasks.parquet.read import read_edges
 from tests.helpers import listing, run, write_edges
 from tests.references import assert_distances, assert_forest, scipy_msf_weight
 
@@ -211,3 +213,16 @@ def test_a_date_column_compares_with_a_quoted_date(tmp_path, capsys):
     assert code == 0, err
     check_forest(tmp_path / "o", rows)
     assert f"{len(rows[0])} of 60 rows (2 row groups skipped by statistics)" in out
+
+
+@pytest.mark.parametrize("expression", ["tag not in ('a')", "not tag in ('a', 'c')", "x not in (1, 2.5)",
+                                        "not (x in (5) or tag = 'b')"])
+def test_not_in_never_keeps_a_row_whose_column_is_null(tmp_path, expression):
+    """SQL: null in (...) is null, and so is its negation; row groups of only nulls, of some
+    nulls and of none (DuckDB is the reference)."""
+    table = pa.table({"src": list(range(12)), "dst": list(range(1, 13)), "weight": [float(i) for i in range(12)],
+                      "tag": [None, None, None, None, "a", None, "b", "a", "b", "b", "c", None],
+                      "x": [1, 2, 3, None, 5, 6, 7, 8, 9, 10, 11, 12]})
+    pq.write_table(table, tmp_path / "e.parquet", row_group_size=4)
+    expected = [r[0] for r in duckdb.sql(f"SELECT src FROM '{tmp_path / 'e.parquet'}' WHERE {expression}").fetchall()]
+    assert sorted(read_edges(str(tmp_path / "e.parquet"), filter=expression).src.tolist()) == sorted(expected)

@@ -187,7 +187,9 @@ def _bind(node, types: dict, partitions: dict):
         scalars = [literal(node.column, t, v) for v in node.values]
         one_type = scalars[0].type if len({s.type for s in scalars}) == 1 else None  # else ints and floats: double
         values = pa.array([s.as_py() for s in scalars], type=one_type)
-        return In(node.column, tuple(values.to_pylist())), field.isin(values)
+        # is_in matches a null row as False, which `not` would turn True: SQL's null in (...) is null
+        found = pc.if_else(field.is_null(), pa.scalar(None, pa.bool_()), field.isin(values))
+        return In(node.column, tuple(values.to_pylist())), found
     scalar = literal(node.column, t, node.value)
     expression = {"=": field == scalar, "!=": field != scalar, "<": field < scalar, "<=": field <= scalar,
                   ">": field > scalar, ">=": field >= scalar}[node.op]
