@@ -148,7 +148,11 @@ def test_a_bad_expression_is_one_line_before_anything_runs(hive, tmp_path, capsy
                 "compare day as text"),
     ("weight > '0.5'", "filter: column 'weight' (double) holds numbers; write the value unquoted (compared "
                        "with '0.5')"),
-], ids=["unknown-column", "no-partition-kept", "no-row-kept", "partition-type", "column-type"])
+    ("src < 99999999999999999999", "filter: the number 99999999999999999999 is out of range for column 'src' "
+                                   "(int64)"),
+    ("weight > 99999999999999999999", "filter: kept no rows of {hive} (360 rows in 6 files read)"),
+], ids=["unknown-column", "no-partition-kept", "no-row-kept", "partition-type", "column-type", "integer-past-64-bits",
+        "integer-past-64-bits-on-doubles"])
 def test_a_filter_the_dataset_cannot_answer_is_one_line_and_no_output(hive, tmp_path, capsys, expression, expected):
     code, out, err = run(mst_cli.main, [hive, "--filter", expression, "--output", tmp_path / "o"], capsys)
     assert (code, out, err) == (1, "", f"error: {expected.format(hive=hive)}\n")

@@ -145,7 +145,12 @@ def literal(column: str, t: pa.DataType, value) -> pa.Scalar:
         kind = "text; quote the value"
     elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return pa.scalar(value)
+            try:
+                return pa.scalar(value)
+            except OverflowError:  # an integer past 64 bits
+                if not pa.types.is_integer(t):
+                    return pa.scalar(float(value))
+                raise FilterError(f"the number {value} is out of range for column {column!r} ({t})") from None
         kind = "numbers; write the value unquoted"
     elif pa.types.is_boolean(t):
         if isinstance(value, bool):
