@@ -207,3 +207,24 @@ def test_a_partitioned_run_to_memory_is_refused_in_one_line(tmp_path, capsys):
     assert err.strip().splitlines()[-1] == (
         "error: memory://graphs/out/mst_edges.parquet: a partitioned run cannot write to memory:// (each Dask "
         "worker process has a memory of its own); write to a store or a folder, or run with one partition")
+
+
+@pytest.mark.parametrize("output", ["memory:///fsspec-inside/edges/out", "memory://fsspec-inside/edges/day=1/out"])
+def test_an_output_inside_the_input_is_refused_however_the_uri_spells_it(tmp_path, capsys, output):
+    """memory:///a and memory://a are one key: the output check compares keys, not spellings."""
+    import fsspec
+
+    memory = fsspec.filesystem("memory")
+    edge_dataset(tmp_path / "edges", seed=5)
+    for name in os.listdir(tmp_path / "edges"):
+        memory.put_file(str(tmp_path / "edges" / name), f"/fsspec-inside/edges/day=1/{name}")
+    try:
+        code, out, err = run(mst_cli.main, ["memory://fsspec-inside/edges", "--runner", "threads", "--output", output],
+                             capsys)
+        assert (code, err.strip().splitlines()[-1]) == (
+            1, f"error: {output}: output folder is inside the input dataset memory://fsspec-inside/edges, so a "
+               "later run would read the results as input; write them elsewhere")
+        assert sorted(memory.ls("/fsspec-inside/edges/day=1", detail=False)) == sorted(
+            f"/fsspec-inside/edges/day=1/{name}" for name in os.listdir(tmp_path / "edges"))
+    finally:
+        memory.rm("/fsspec-inside", recursive=True)

@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from tasks.errors import OutputError
+from tasks.errors import InputError, OutputError
 from tasks.parquet import locations
 from tasks.parquet.discovery import SKIP_PREFIXES, dataset_walk
 from tasks.parquet.filesystem import StorePath, reason, resolve
@@ -113,9 +113,11 @@ def check_store_outputs(input: str, targets: list[str], directories: bool) -> No
             raise OutputError(f"{target}: cannot reach the store ({reason(exc)})") from None
         if fs.buckets and found.type.name == "NotFound":
             raise OutputError(f"{target}: bucket {path.bucket!r} does not exist")
-        if locations.is_store(input):
-            inside = path.parent.uri + "/"
-            prefix = input.rstrip("/") + "/"
+        if locations.is_store(input) and locations.scheme(input) == fs.scheme:
+            # keys, not URIs: one key has several spellings (memory:///g/edges is memory://g/edges)
+            _, source = resolve(input, InputError)
+            inside = path.parent.key + "/"
+            prefix = source.key + "/"
             below = inside[len(prefix):].split("/") if inside.startswith(prefix) else None
             if below is not None and not any(part.startswith(SKIP_PREFIXES) for part in below if part):
                 raise OutputError(f"{path.parent}: output folder is inside the input dataset {input}, so a later run "
