@@ -230,3 +230,13 @@ def test_not_in_never_keeps_a_row_whose_column_is_null(tmp_path, expression):
     pq.write_table(table, tmp_path / "e.parquet", row_group_size=4)
     expected = [r[0] for r in duckdb.sql(f"SELECT src FROM '{tmp_path / 'e.parquet'}' WHERE {expression}").fetchall()]
     assert sorted(read_edges(str(tmp_path / "e.parquet"), filter=expression).src.tolist()) == sorted(expected)
+
+
+@pytest.mark.parametrize("expression", ["u >= 9223372036854775808", "u < 18446744073709551615", "u = 3"])
+def test_an_unsigned_64_bit_column_compares_with_literals_past_int64(tmp_path, expression):
+    """uint64 ids above 2**63 - 1 (DuckDB is the reference)."""
+    table = pa.table({"src": list(range(6)), "dst": list(range(1, 7)), "weight": [1.0] * 6,
+                      "u": pa.array([0, 3, 2**63 - 1, 2**63, 2**64 - 1, None], pa.uint64())})
+    pq.write_table(table, tmp_path / "e.parquet", row_group_size=2)
+    expected = [r[0] for r in duckdb.sql(f"SELECT src FROM '{tmp_path / 'e.parquet'}' WHERE {expression}").fetchall()]
+    assert sorted(read_edges(str(tmp_path / "e.parquet"), filter=expression).src.tolist()) == sorted(expected)

@@ -150,6 +150,8 @@ def literal(column: str, t: pa.DataType, value) -> pa.Scalar:
             except OverflowError:  # an integer past 64 bits
                 if not pa.types.is_integer(t):
                     return pa.scalar(float(value))
+                if pa.types.is_unsigned_integer(t) and 0 <= value < 2**64:
+                    return pa.scalar(value, pa.uint64())
                 raise FilterError(f"the number {value} is out of range for column {column!r} ({t})") from None
         kind = "numbers; write the value unquoted"
     elif pa.types.is_boolean(t):
