@@ -101,6 +101,16 @@ def check_file(path, expected: pa.Table, reference=None):
         assert_statistics_match(path, reference)
 
 
+def write_three_ways(tmp_path, name, columns, table, compression) -> None:
+    """One result written by the host writer (host/NAME), by the page writer (NAME) and by a plain
+    pq.write_table in the page writer's row groups (the statistics' reference), then checked."""
+    write_many({tmp_path / "host" / name: table}, compression)
+    write_columns(named(columns, name), tmp_path / name, compression, dictionary=dictionary_columns(columns),
+                  row_group_rows=ROW_GROUP_ROWS, page_bytes=PAGE_BYTES)
+    pq.write_table(named(table, name), tmp_path / "reference.parquet", row_group_size=ROW_GROUP_ROWS)
+    check_file(tmp_path / name, pq.read_table(tmp_path / "host" / name), tmp_path / "reference.parquet")
+
+
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 @pytest.mark.parametrize("rows", ROWS.values(), ids=ROWS.keys())
 @pytest.mark.parametrize("ids_dtype", [np.int32, np.int64], ids=["int32 ids", "int64 ids"])
@@ -108,11 +118,7 @@ def check_file(path, expected: pa.Table, reference=None):
 def test_a_bfs_result_reads_back_as_pyarrows_writer_writes_it(xp, tmp_path, compression, rows, ids_dtype, nulls):
     columns, table = both_forms(xp, "bfs", bfs_result(rows, ids_dtype, nulls))
     name = "bfs_distances.parquet"
-    write_many({tmp_path / "host" / name: table}, compression)
-    write_columns(named(columns, name), tmp_path / name, compression, dictionary=dictionary_columns(columns),
-                  row_group_rows=ROW_GROUP_ROWS, page_bytes=PAGE_BYTES)
-    pq.write_table(named(table, name), tmp_path / "reference.parquet", row_group_size=ROW_GROUP_ROWS)
-    check_file(tmp_path / name, pq.read_table(tmp_path / "host" / name), tmp_path / "reference.parquet")
+    write_three_ways(tmp_path, name, columns, table, compression)
     if rows:
         assert pq.ParquetFile(tmp_path / name).metadata.row_group(0).column(1).statistics.null_count == (
             int((table["distance"].slice(0, ROW_GROUP_ROWS).null_count)))
@@ -124,12 +130,7 @@ def test_a_bfs_result_reads_back_as_pyarrows_writer_writes_it(xp, tmp_path, comp
 @pytest.mark.parametrize("weight_dtype", [np.float32, np.float64], ids=["float32", "float64"])
 def test_a_forest_reads_back_as_pyarrows_writer_writes_it(xp, tmp_path, compression, rows, ids_dtype, weight_dtype):
     columns, table = both_forms(xp, "forest", forest_result(rows, ids_dtype, weight_dtype))
-    name = "mst_edges.parquet"
-    write_many({tmp_path / "host" / name: table}, compression)
-    write_columns(named(columns, name), tmp_path / name, compression, dictionary=dictionary_columns(columns),
-                  row_group_rows=ROW_GROUP_ROWS, page_bytes=PAGE_BYTES)
-    pq.write_table(named(table, name), tmp_path / "reference.parquet", row_group_size=ROW_GROUP_ROWS)
-    check_file(tmp_path / name, pq.read_table(tmp_path / "host" / name), tmp_path / "reference.parquet")
+    write_three_ways(tmp_path, "mst_edges.parquet", columns, table, compression)
 
 
 def test_the_footer_describes_the_columns_as_pyarrow_does(xp, tmp_path):
