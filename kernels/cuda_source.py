@@ -1,7 +1,7 @@
 """The CUDA source of the GPU backend as one module, and the template kernels it instantiates.
 
-kernels/cuda/common.cuh, graph.cu, bfs.cu, bfs_partitioned.cu and msf.cu are compiled together,
-in that order, as one module (one NVRTC compile, cached by CuPy under ~/.cupy/kernel_cache); a
+kernels/cuda/common.cuh, graph.cu, bfs.cu, bfs_partitioned.cu, msf.cu, parquet_headers.cu and
+parquet_values.cu are compiled together, in that order, as one module (one NVRTC compile, cached by CuPy under ~/.cupy/kernel_cache); a
 file may use what the files before it define. Template kernels are named with their arguments
 ("msf_min_key<double,int>"): CuPy's name expressions instantiate them under NVRTC; for nvcc,
 ``for_nvcc`` appends references that instantiate the same list. No CuPy import here, so the
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-FILES = ("common.cuh", "graph.cu", "bfs.cu", "bfs_partitioned.cu", "msf.cu")
+FILES = ("common.cuh", "graph.cu", "bfs.cu", "bfs_partitioned.cu", "msf.cu", "parquet_headers.cu",
+         "parquet_values.cu")
 DIRECTORY = Path(__file__).parent / "cuda"
 
 ID_TYPES = {"int32": "int", "int64": "long long", "uint64": "unsigned long long"}

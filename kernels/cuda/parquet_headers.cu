@@ -1,0 +1,1 @@
+// Parquet page headers (Thrift compact PageHeader) parsed on the GPU, and page CRC32s.
