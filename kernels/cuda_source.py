@@ -1,8 +1,8 @@
 """The CUDA source of the GPU backend as one module, and the template kernels it instantiates.
 
 kernels/cuda/common.cuh, graph.cu, bfs.cu, bfs_partitioned.cu, msf.cu, parquet_headers.cu and
-parquet_values.cu are compiled together, in that order, as one module (one NVRTC compile, cached by CuPy under ~/.cupy/kernel_cache); a
-file may use what the files before it define. Template kernels are named with their arguments
+parquet_values.cu are compiled together, in that order, as one module (one NVRTC compile, cached
+by CuPy under ~/.cupy/kernel_cache); a file may use what the files before it define. Template kernels are named with their arguments
 ("msf_min_key<double,int>"): CuPy's name expressions instantiate them under NVRTC; for nvcc,
 ``for_nvcc`` appends references that instantiate the same list. No CuPy import here, so the
 compile test runs without a GPU.
@@ -18,6 +18,8 @@ DIRECTORY = Path(__file__).parent / "cuda"
 ID_TYPES = {"int32": "int", "int64": "long long", "uint64": "unsigned long long"}
 WEIGHT_TYPES = {"float32": "float", "float64": "double"}
 EDGE_TYPES = {"int32": "int", "int64": "long long"}
+# Parquet values moved as raw bits, by their width in bytes
+VALUE_TYPES = {4: "unsigned int", 8: "unsigned long long"}
 
 
 def template(name: str, *types: str) -> str:
@@ -33,6 +35,8 @@ def name_expressions() -> list[str]:
         names += [template("msf_band_fill", w, e) for e in EDGE_TYPES.values()]
     for e in EDGE_TYPES.values():
         names += [template(k, e) for k in ("msf_min_edge", "msf_hook", "msf_relabel")]
+    for v in VALUE_TYPES.values():
+        names += [template(k, v) for k in ("plain_copy", "dictionary_expand")]
     return names
 
 

@@ -128,9 +128,9 @@ def reader_text(report: dict) -> str:
     if fallbacks:
         text += (f"; host reader for {sum(fallbacks.values()):,} "
                  f"({', '.join(f'{reason}: {n:,}' for reason, n in fallbacks.items())})")
-    if report.get("host_decompressed"):
-        text += "; decompressed on the host: " + ", ".join(
-            f"{reason}: {n:,}" for reason, n in report["host_decompressed"].items())
+    for key, what in (("host_decompressed", "decompressed on the host"), ("page_decoded", "decoded page by page")):
+        if report.get(key):
+            text += f"; {what}: " + ", ".join(f"{reason}: {n:,}" for reason, n in report[key].items())
     return text
 
 

@@ -180,28 +180,33 @@ def nvcomp_usable() -> bool:
 
 
 def decompress_pages_nvcomp(chunk_bytes, plan, pages, path: str = ""):
-    """Each page's uncompressed bytes as CuPy uint8 arrays of its declared size, table order.
+    """Every page's uncompressed bytes in one CuPy uint8 buffer: page i at
+    [starts[i], starts[i] + uncompressed_size[i]), table order.
 
-    One batched nvCOMP decode per codec into slices of one preallocated device buffer (the
-    declared sizes are imposed through ``out=``: nvCOMP's ``decode`` takes no sizes and raises
-    when an output is too small). Inputs are packed into one host buffer at the codec's
-    alignment and uploaded once. Hadoop-framed LZ4 pages contribute one input per frame.
-    Uncompressed pages, v2 level bytes and chunks whose codec nvCOMP lacks are copied from
-    the host path's output. Returns (pages, fallen_back) where fallen_back lists the chunks
-    that went to the host with the reason.
+    One batched nvCOMP decode per codec into slices of that preallocated buffer (the declared
+    sizes are imposed through ``out=``: nvCOMP's ``decode`` takes no sizes and raises when an
+    output is too small). Inputs are packed into one host buffer at the codec's alignment and
+    uploaded once. Hadoop-framed LZ4 pages contribute one input per frame. Snappy streams are
+    walked on the GPU first (kernels.parquet_batch.snappy_fault states the rules): nvCOMP's
+    decoder traps on a damaged stream, ending the CUDA context, so a stream that fails the walk
+    goes to the host's codec, which names the fault. Uncompressed pages, v2 level bytes and
+    chunks whose codec nvCOMP lacks are copied from the host path's output. Returns (buffer,
+    starts, fallen_back) where fallen_back lists the chunks that went to the host with the
+    reason.
 
     Written against nvidia-nvcomp-cu13 6.0 (``Codec(algorithm=..., bitstream_kind=RAW)``,
     ``as_arrays``, ``decode(..., out=...)``); it runs on the GPU machine only."""
     import cupy
     from nvidia import nvcomp
 
+    from kernels import gpu_parquet
+
     sizes = pages.uncompressed_size
     out_offsets = np.zeros(len(pages) + 1, np.int64)
     np.cumsum(sizes, out=out_offsets[1:])
-    device_out = cupy.empty(int(out_offsets[-1]), dtype=cupy.uint8)
-    result = [device_out[out_offsets[i]:out_offsets[i + 1]] for i in range(len(pages))]
+    device_out = cupy.empty(max(int(out_offsets[-1]), 1), dtype=cupy.uint8)
 
-    jobs = {}  # nvCOMP algorithm -> [(stored bytes, output slice start, size)]
+    jobs = {}  # nvCOMP algorithm -> [(stored bytes, output start, size, page)]
     host_pages = []
     fallen_back = []
     for i in range(len(pages)):
@@ -215,8 +220,8 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, path: str = ""):
         if pages.page_type[i] == DATA_PAGE_V2:
             levels = int(pages.definition_levels_length[i]) + int(pages.repetition_levels_length[i])
             compressed = compressed and pages.is_compressed[i] != 0
-        if not compressed or size == 0:
-            host_pages.append(i)
+        if not compressed or size == 0 or not 0 <= levels <= min(size, len(stored)):
+            host_pages.append(i)  # (the host path refuses levels longer than the page)
             continue
         if chunk.codec not in NVCOMP_CODECS:
             host_pages.append(i)
@@ -224,32 +229,41 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, path: str = ""):
                 fallen_back.append((c, f"nvCOMP has no {chunk.codec} decoder"))
             continue
         if levels:
-            result[i][:levels].set(np.frombuffer(stored, np.uint8, levels))
+            device_out[out_offsets[i]:out_offsets[i] + levels].set(np.frombuffer(stored, np.uint8, levels))
         body = stored[levels:]
         algorithm = NVCOMP_CODECS[chunk.codec][0]
         target = int(out_offsets[i]) + levels
         frames = hadoop_lz4_frames(body, size - levels) if chunk.codec == "LZ4" else None
         if frames is None:
-            jobs.setdefault(algorithm, []).append((body, target, size - levels))
+            jobs.setdefault(algorithm, []).append((body, target, size - levels, i))
         else:
             for s, n, m in frames:
-                jobs.setdefault(algorithm, []).append((body[s:s + n], target, m))
+                jobs.setdefault(algorithm, []).append((body[s:s + n], target, m, i))
                 target += m
     for algorithm, items in jobs.items():
         align = dict(NVCOMP_CODECS.values())[algorithm]
-        starts = []
+        starts = np.zeros(len(items), np.int64)
         total = 0
-        for data, _, _ in items:
+        for k, (data, _, _, _) in enumerate(items):
             total = -(-total // align) * align
-            starts.append(total)
+            starts[k] = total
             total += len(data)
         staging = cupy.cuda.alloc_pinned_memory(max(total, 1))
         host = np.frombuffer(staging, np.uint8, max(total, 1))
-        for (data, _, _), s in zip(items, starts):
+        for (data, _, _, _), s in zip(items, starts):
             host[s:s + len(data)] = np.frombuffer(data, np.uint8)
         device_in = cupy.asarray(host)
-        inputs = [device_in[s:s + len(data)] for (data, _, _), s in zip(items, starts)]
-        outputs = [device_out[t:t + m] for _, t, m in items]
+        if algorithm == "Snappy":
+            lengths = np.array([len(d) for d, _, _, _ in items], np.int64)
+            declared = np.array([m for _, _, m, _ in items], np.int64)
+            fault = gpu_parquet.snappy_check(device_in, starts, lengths, declared) != 0
+            host_pages += sorted({items[k][3] for k in np.flatnonzero(fault)})
+            items = [item for item, bad in zip(items, fault) if not bad]
+            starts = starts[~fault]
+            if not items:
+                continue
+        inputs = [device_in[s:s + len(data)] for (data, _, _, _), s in zip(items, starts)]
+        outputs = [device_out[t:t + m] for _, t, m, _ in items]
         codec = nvcomp.Codec(algorithm=algorithm, bitstream_kind=nvcomp.BitstreamKind.RAW)
         try:
             codec.decode(nvcomp.as_arrays(inputs), out=nvcomp.as_arrays(outputs))
@@ -260,6 +274,6 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, path: str = ""):
         host_out = decompress_pages_host(chunk_bytes, plan, pages, path, select=host_pages)
         for i in host_pages:
             if host_out[i].size:
-                result[i].set(host_out[i])
+                device_out[out_offsets[i]:out_offsets[i + 1]].set(host_out[i])
     cupy.cuda.get_current_stream().synchronize()
-    return result, fallen_back
+    return device_out, out_offsets[:-1], fallen_back

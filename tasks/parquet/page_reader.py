@@ -22,16 +22,22 @@ column of that row group), and the reason is counted in the read's report:
   DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT, or definition levels not in RLE (BIT_PACKED).
 Where nvCOMP lacks a chunk's codec (Brotli) its pages are decompressed on the host and still
 page-decoded: counted apart, in the report's ``host_decompressed``. So are the compressed
-chunks whose pages carry no CRC32: nvCOMP's decoders end the process's CUDA context on a
-damaged page (a device-side trap: every later CUDA call fails, seen with nvidia-nvcomp-cu13 6.0
-on a Snappy page with zeroed bytes), so only bytes a verified CRC32 vouches for reach them.
+chunks in another codec than Snappy whose pages carry no CRC32: nvCOMP's decoders end the
+process's CUDA context on a damaged page (a device-side trap: every later CUDA call fails, seen
+with nvidia-nvcomp-cu13 6.0 on a Snappy page with zeroed bytes), so only bytes a verified CRC32
+vouches for reach them, or Snappy streams that a walk on the GPU found well-formed
+(tasks.parquet.decompress).
 
 Unit of work: a batch of consecutive row groups of one file holding at most ``BATCH_BYTES``
-of uncompressed column chunks (at least one row group), read with one open of the file; its
-chunks are decompressed together by nvCOMP (one batch per codec). Within a batch every row
-group is decoded, then checked src, dst, weight, in row order, so an error is the first the
-host reader would meet. Batches run on the host's cores with NumPy; on CuPy one after another
-(nvCOMP and the uploads share the device's stream).
+of uncompressed column chunks (at least one row group), read with one open of the file. Its
+chunks' headers are parsed, their pages decompressed together (nvCOMP: one call per codec) into
+one buffer and decoded by the batched steps of kernels/parquet_batch.py; a chunk those leave
+(another encoding, a null, a malformed page) is decoded page by page (the report's
+``page_decoded`` counts them, by reason). The row groups are then checked src, dst, weight, in
+row order. Any error in that pass reads the batch again row group by row group through the
+reference steps, so the error raised is the first the host reader would meet. Batches run on
+the host's cores with NumPy; on CuPy one after another (nvCOMP and the uploads share the
+device's stream).
 """
 from __future__ import annotations
 
@@ -46,6 +52,7 @@ from kernels.parquet_decode import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, ENCO
                                     PLAIN_DICTIONARY, RLE, RLE_DICTIONARY, to_logical)
 from tasks.errors import InputError
 from tasks.parquet.checks import (decoded_ids, decoded_weights, find_signs, unit_ids, unit_weights)
+from kernels.parquet_batch import BatchPages, decode_pages
 from tasks.parquet.decompress import (HOST_CODECS, check_page_crcs, decompress_pages_host, decompress_pages_nvcomp,
                                       nvcomp_usable)
 from tasks.parquet.host_reader import Rows, count_chunks, new_report, read_row_group, run_in_order
@@ -53,7 +60,7 @@ from tasks.parquet.pages import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, PHYSI
                                  decode_chunks, parse_page_headers, plan_column_chunks, read_chunk_bytes)
 from tasks.parquet.plan import InputPlan, ReadUnit, check_unchanged, value_type
 
-UNVERIFIED = "pages without a CRC32 (nvCOMP gets verified pages only)"
+UNVERIFIED = "chunks without CRC32s in a codec nvCOMP may trap on"
 VALUE_ENCODINGS = (PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY, DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT)
 DICTIONARY_ENCODINGS = (PLAIN, PLAIN_DICTIONARY)
 # Uncompressed column-chunk bytes per batch: bounds the decompressed pages held at once (on the
@@ -139,9 +146,8 @@ class PageReader:
         footers = plan.footers
         units = [u for u in footers.units if u.start < stop and u.start + u.rows > start]
         nvcomp = xp is not np and nvcomp_usable()
-        report = new_report("gpu", footers.columns, xp=xp.__name__, decompress="nvCOMP" if nvcomp else "host")
-        if nvcomp:
-            report["host_decompressed"] = {}
+        report = new_report("gpu", footers.columns, xp=xp.__name__, decompress="nvCOMP" if nvcomp else "host",
+                            host_decompressed={}, page_decoded={})
         layouts: dict = {}
         for u in units:
             if u.file not in layouts:
@@ -155,12 +161,13 @@ class PageReader:
         threads = 1 if xp is not np else max(1, min(len(os.sched_getaffinity(0)), len(batches)))
         results = run_in_order(read.batch, batches, threads)
         found = []
-        for per_unit, counts, decompressed in results:
+        for per_unit, counts, notes in results:
             found += per_unit
             for column, by, reason in counts:
                 count_chunks(report, column, by, reason=reason)
-            for reason, n in decompressed.items():
-                report["host_decompressed"][reason] = report["host_decompressed"].get(reason, 0) + n
+            for where, reasons in notes.items():
+                for reason, n in reasons.items():
+                    report[where][reason] = report[where].get(reason, 0) + n
         if xp is not np:
             xp.cuda.Device().synchronize()
         if footers.strings:
@@ -199,14 +206,13 @@ class PageRead:
 
     def batch(self, units: list[ReadUnit]):
         """(per unit: its string ids (src, dst) or its Signs; (column, reader, reason) per column
-        chunk; chunks decompressed on the host for want of an nvCOMP codec, per reason)."""
-        plan, fs = self.plan, self.plan.footers.filesystem
+        chunk; {where: {reason: chunks}} for chunks decompressed on the host or decoded page by
+        page)."""
         layout = self.layouts[units[0].file]
-        ends = (plan.src_col, plan.dst_col)
-        by_group = {u.group: u for u in units}
+        ends = (self.plan.src_col, self.plan.dst_col)
         wanted, fallback = [], {}
         for u in units:
-            for c in plan.footers.columns:
+            for c in self.plan.footers.columns:
                 chunk = layout.chunks.get((u.group, c))
                 reason = footer_fallback(layout, chunk, c, c in ends)
                 if reason:
@@ -214,48 +220,120 @@ class PageRead:
                 else:
                     wanted.append(chunk)
         stored = dict(zip(wanted, self.read_bytes(units[0], wanted)))
+        try:
+            return self.batch_at_once(units, wanted, dict(fallback), stored)
+        except InputError:
+            # a damaged page or a refused row: read the batch again row group by row group on the
+            # reference steps, so the error raised is the first the host reader meets
+            return self.batch_in_order(units, wanted, fallback, stored)
+
+    def prepare(self, unit: ReadUnit, chunk: ColumnChunk, data, fallback: dict):
+        """The chunk's page table, its CRC32s checked; None with the reason in ``fallback`` when
+        its headers send it to the host reader."""
+        try:
+            table = parse_page_headers([data], [chunk], str(unit.file))
+            reason = header_fallback(table, chunk)
+            if reason is None:
+                check_page_crcs([data], [chunk], table, str(unit.file))
+        except InputError as exc:
+            raise corrupt(unit, self.plan.footers.filesystem, chunk, exc) from None
+        if reason:
+            fallback[chunk.row_group, chunk.name] = reason
+            return None
+        return table
+
+    def batch_at_once(self, units, wanted, fallback, stored):
+        """Every chunk's headers, then one decompression per codec (nvCOMP's where usable) and
+        one run of the batched decoding steps for the batch; chunks those steps leave go page by
+        page. The units are then checked and stored in row order."""
+        by_group = {u.group: u for u in units}
         pages = {}
-
-        def prepare(chunk: ColumnChunk) -> None:
-            """The chunk's page headers and CRC32s; or the reason it goes to the host reader."""
-            unit, data = by_group[chunk.row_group], stored[chunk]
-            try:
-                table = parse_page_headers([data], [chunk], str(unit.file))
-                reason = header_fallback(table, chunk)
-                if reason is None:
-                    check_page_crcs([data], [chunk], table, str(unit.file))
-            except InputError as exc:
-                raise corrupt(unit, fs, chunk, exc) from None
-            if reason:
-                fallback[chunk.row_group, chunk.name] = reason
-            else:
-                pages[chunk] = (data, table)
-
-        bodies, decompressed = {}, {}
-        if self.nvcomp:  # every chunk of the batch first, for one nvCOMP call per codec
-            for chunk in wanted:
-                prepare(chunk)
-            trusted = {c: v for c, v in pages.items() if c.codec == "UNCOMPRESSED" or bool((v[1].crc >= 0).all())}
-            if trusted:
-                bodies, decompressed = self.decompress_nvcomp(by_group, trusted)
-            if len(trusted) < len(pages):  # (the module's docstring says why)
-                decompressed[UNVERIFIED] = decompressed.get(UNVERIFIED, 0) + len(pages) - len(trusted)
+        for chunk in wanted:
+            table = self.prepare(by_group[chunk.row_group], chunk, stored[chunk], fallback)
+            if table is not None:
+                pages[chunk] = table
+        notes = {"host_decompressed": {}, "page_decoded": {}}
+        groups = [list(pages)]
+        if self.nvcomp:  # nvCOMP takes pages a CRC32 or the Snappy walk vouches for (docstring)
+            trusted = [c for c in pages if c.codec in ("UNCOMPRESSED", "SNAPPY") or bool((pages[c].crc >= 0).all())]
+            groups = [trusted, [c for c in pages if c not in set(trusted)]]
+            if groups[1]:
+                notes["host_decompressed"][UNVERIFIED] = len(groups[1])
+        decoded = {}
+        for group, on_gpu in zip(groups, (self.nvcomp, False)):
+            if group:
+                self.decode_group(units[0].file, group, pages, stored, on_gpu, decoded, notes)
         counts, per_unit = [], []
-        for u in units:  # on the host's codecs, unit by unit: the first fault in row order is named
-            mine = [chunk for chunk in wanted if chunk.row_group == u.group]
-            if not self.nvcomp:
-                for chunk in mine:
-                    prepare(chunk)
+        for u in units:
             columns = {}
-            for c in plan.footers.columns:
+            for c in self.plan.footers.columns:
                 if (u.group, c) in fallback:
                     counts.append((c, "host", fallback[u.group, c]))
                     continue
-                chunk = layout.chunks[u.group, c]
-                columns[c] = self.decode(u, chunk, *pages[chunk], bodies.get(chunk))
+                columns[c] = decoded[self.layouts[u.file].chunks[u.group, c]]
                 counts.append((c, "gpu", None))
             per_unit.append(self.check_and_store(u, columns, [c for g, c in fallback if g == u.group]))
-        return per_unit, counts, decompressed
+        return per_unit, counts, notes
+
+    def decode_group(self, file, chunks, pages, stored, on_gpu: bool, decoded: dict, notes: dict) -> None:
+        """The chunks' pages decompressed into one buffer (nvCOMP when ``on_gpu``, else the
+        host's codecs) and decoded by the batched steps, or page by page where those leave a
+        chunk; decoded[chunk] = (values in the logical type, valid or None)."""
+        xp, path, types = self.xp, str(file), self.layouts[file].types
+        tables = [pages[c] for c in chunks]
+        merged = PageTable({k: np.concatenate([t.columns[k] for t in tables]) for k in tables[0].columns})
+        merged.columns["chunk"] = np.repeat(np.arange(len(chunks)), [len(t) for t in tables])
+        data = [stored[c] for c in chunks]
+        if on_gpu:
+            body, starts, fallen_back = decompress_pages_nvcomp(data, chunks, merged, path)
+            for _, reason in fallen_back:
+                notes["host_decompressed"][reason] = notes["host_decompressed"].get(reason, 0) + 1
+        else:
+            parts = decompress_pages_host(data, chunks, merged, path)
+            sizes = np.array([p.size for p in parts], np.int64)
+            starts = np.cumsum(sizes) - sizes
+            body = xp.asarray(np.concatenate(parts)) if parts else xp.zeros(0, xp.uint8)
+        batch = BatchPages(
+            body=body, chunk=merged.chunk, page_type=merged.page_type, body_start=starts,
+            body_size=merged.uncompressed_size, num_values=merged.num_values, encoding=merged.encoding,
+            definition_level_encoding=merged.definition_level_encoding,
+            definition_levels_length=merged.definition_levels_length,
+            repetition_levels_length=merged.repetition_levels_length,
+            itemsize=np.array([np.dtype(PHYSICAL_DTYPES[c.physical_type]).itemsize for c in chunks], np.int64),
+            max_definition_level=np.array([c.max_definition_level for c in chunks], np.int64))
+        for k, (chunk, (raw, reason)) in enumerate(zip(chunks, decode_pages(xp, batch))):
+            dtype = types[chunk.name].to_pandas_dtype()
+            if raw is not None:
+                decoded[chunk] = (to_logical(xp, raw.view(PHYSICAL_DTYPES[chunk.physical_type]), dtype), None)
+                continue
+            notes["page_decoded"][reason] = notes["page_decoded"].get(reason, 0) + 1
+            mine = np.flatnonzero(merged.chunk == k)
+            table = PageTable({name: values[mine] for name, values in merged.columns.items()})
+            table.columns["chunk"] = np.zeros(mine.size, np.int64)
+            bodies = [body[int(starts[i]):int(starts[i]) + int(merged.uncompressed_size[i])] for i in mine]
+            values, valid = decode_chunks(xp, [chunk], table, bodies, path)[0]
+            decoded[chunk] = (to_logical(xp, values, dtype), valid)
+
+    def batch_in_order(self, units, wanted, fallback, stored):
+        """The reference order: row group by row group, each chunk's headers, CRC32s, the host's
+        codecs and page-by-page decoding, then the unit's checks; the first fault met is raised
+        as the host reader would raise it."""
+        counts, per_unit = [], []
+        for u in units:
+            columns = {}
+            for c in self.plan.footers.columns:
+                if (u.group, c) in fallback:
+                    counts.append((c, "host", fallback[u.group, c]))
+                    continue
+                chunk = self.layouts[u.file].chunks[u.group, c]
+                table = self.prepare(u, chunk, stored[chunk], fallback)
+                if table is None:
+                    counts.append((c, "host", fallback[u.group, c]))
+                    continue
+                columns[c] = self.decode(u, chunk, stored[chunk], table)
+                counts.append((c, "gpu", None))
+            per_unit.append(self.check_and_store(u, columns, [c for g, c in fallback if g == u.group]))
+        return per_unit, counts, {"host_decompressed": {}, "page_decoded": {}}
 
     def read_bytes(self, unit: ReadUnit, chunks: list[ColumnChunk]) -> list:
         """Each chunk's stored bytes, one ranged read per chunk, from the planned file."""
@@ -275,41 +353,13 @@ class PageRead:
         check_unchanged(fs, unit.file, unit.identity)
         return stored
 
-    def decompress_nvcomp(self, by_group: dict, pages: dict):
-        """Every page of the batch's chunks decompressed by nvCOMP at once: chunk -> its pages'
-        device arrays; and the chunks nvCOMP left to the host's codecs, per reason."""
-        chunks = list(pages)
-        tables = [pages[c][1] for c in chunks]
-        merged = PageTable({k: np.concatenate([t.columns[k] for t in tables]) for k in tables[0].columns})
-        merged.columns["chunk"] = np.repeat(np.arange(len(chunks)), [len(t) for t in tables])
-        path = str(next(iter(by_group.values())).file)
-        try:
-            out, fallen_back = decompress_pages_nvcomp([pages[c][0] for c in chunks], chunks, merged, path)
-        except InputError as exc:
-            # nvCOMP names no page: the host's codecs find the damaged chunk, as the host reader would
-            for chunk in chunks:
-                unit = by_group[chunk.row_group]
-                try:
-                    decompress_pages_host([pages[chunk][0]], [chunk], pages[chunk][1], path)
-                except InputError as located:
-                    raise corrupt(unit, self.plan.footers.filesystem, chunk, located) from None
-            raise exc
-        bodies, first = {}, 0
-        for chunk, table in zip(chunks, tables):
-            bodies[chunk] = out[first:first + len(table)]
-            first += len(table)
-        reasons: dict = {}
-        for _, reason in fallen_back:
-            reasons[reason] = reasons.get(reason, 0) + 1
-        return bodies, reasons
-
-    def decode(self, unit: ReadUnit, chunk: ColumnChunk, data, table: PageTable, bodies):
-        """(values in the column's logical type, valid or None) of one chunk, on the backend."""
+    def decode(self, unit: ReadUnit, chunk: ColumnChunk, data, table: PageTable):
+        """(values in the column's logical type, valid or None) of one chunk, on the backend,
+        through the reference steps (the host's codecs, page-by-page decoding)."""
         xp, path = self.xp, str(unit.file)
         fs = self.plan.footers.filesystem
         try:
-            if bodies is None:
-                bodies = upload(xp, decompress_pages_host([data], [chunk], table, path))
+            bodies = upload(xp, decompress_pages_host([data], [chunk], table, path))
             values, valid = decode_chunks(xp, [chunk], table, bodies, path)[0]
         except InputError as exc:
             raise corrupt(unit, fs, chunk, exc) from None

@@ -1,0 +1,80 @@
+"""The batched Parquet page steps on the GPU: the driver of kernels/cuda/parquet_values.cu, with
+the inputs and outputs of kernels/parquet_batch.HostSteps (its NumPy reference): per-page
+arguments come as host NumPy arrays and go up in one copy per step; statuses come back to the
+host, the only copies back."""
+from __future__ import annotations
+
+import cupy as cp
+import numpy as np
+
+from kernels import gpu
+from kernels.cuda_source import VALUE_TYPES, template
+
+# one block per page: a page holds up to ~1 M values, far more than a block's threads
+PAGE_BLOCK = 256
+
+
+def _up(values, dtype=np.int64):
+    return cp.asarray(np.ascontiguousarray(values, dtype=dtype))
+
+
+def snappy_check(data, starts, lengths, declared) -> np.ndarray:
+    """Per stream of ``data`` (device uint8): 0 when well-formed, else 1 + the failing byte."""
+    streams = len(starts)
+    status = cp.empty(max(streams, 1), dtype=cp.int64)
+    if streams:
+        gpu.launch("snappy_check", streams, (data, _up(starts), _up(lengths), _up(declared), np.int64(streams),
+                                             status))
+    return status[:streams].get()
+
+
+def page_levels(body, body_start, body_size, version, max_def, def_length, num_values):
+    """(values_at, present, status) per data page, host arrays."""
+    pages = body_start.shape[0]
+    if not pages:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32)
+    values_at, present = cp.empty(pages, dtype=cp.int64), cp.empty(pages, dtype=cp.int64)
+    status = cp.empty(pages, dtype=cp.int32)
+    gpu.launch("page_levels", pages, (body, _up(body_start), _up(body_size), _up(version, np.int32),
+                                      _up(max_def, np.int32), _up(def_length), _up(num_values), np.int64(pages),
+                                      values_at, present, status))
+    return values_at.get(), present.get(), status.get()
+
+
+def _addresses(array, index, width):
+    """Device addresses of ``array``'s elements at ``index`` (host int64)."""
+    return _up(array.data.ptr + np.asarray(index, dtype=np.int64) * width, np.uint64)
+
+
+def plain_copy(body, src_at, out, dst, counts, width) -> None:
+    """Page i's counts[i] values of ``width`` bytes, from body byte src_at[i] to out[dst[i]:]."""
+    pages = src_at.shape[0]
+    if not pages:
+        return
+    blocks = min(pages, 1 << 20)
+    gpu.kernel(template("plain_copy", VALUE_TYPES[width]))(
+        (blocks,), (PAGE_BLOCK,), (body, _up(src_at), _addresses(out, dst, width), _up(counts), np.int64(pages)))
+
+
+def dictionary_pages(body, values_at, values_end, counts, dictionary_size, dictionary, dictionary_at, out, dst,
+                     width) -> np.ndarray:
+    """Dictionary-encoded pages' values written to their rows; status per page (host)."""
+    pages = values_at.shape[0]
+    args = (body, _up(values_at), _up(values_end), _up(counts), _up(dictionary_size), np.int64(pages))
+    runs = cp.empty(pages, dtype=cp.int64)
+    width_of = cp.empty(pages, dtype=cp.int32)
+    status = cp.empty(pages, dtype=cp.int32)
+    null = np.uint64(0)
+    gpu.launch("dictionary_runs", pages, args + (null, runs, width_of, status, null, null, null, null, null))
+    first = cp.cumsum(runs) - runs
+    total = int(first[-1] + runs[-1])
+    if total:
+        run_page, run_first, run_count, run_payload = (cp.empty(total, dtype=cp.int64) for _ in range(4))
+        run_packed = cp.empty(total, dtype=cp.uint8)
+        gpu.launch("dictionary_runs", pages, args + (first, runs, width_of, status, run_page, run_first, run_count,
+                                                     run_payload, run_packed))
+        gpu.launch(template("dictionary_expand", VALUE_TYPES[width]), total * 32,
+                   (body, run_page, run_first, run_count, run_payload, run_packed, np.int64(total), width_of,
+                    _addresses(dictionary, dictionary_at, width), _up(dictionary_size), _addresses(out, dst, width),
+                    status))
+    return status.get()
