@@ -2,19 +2,25 @@
 manifest module.json) and a GPU process loads it instead of compiling: the shipped files describe
 today's sources and every kernel the drivers ask for; a fresh build gives the same manifest; the
 fatbin holds SASS for sm_80, sm_90, sm_100 and PTX; each compute capability gets the right code,
-or NVRTC with the reason."""
+or NVRTC with the reason; on a GPU the first kernel comes from the fatbin, runs right, and leaves
+CuPy's kernel cache empty."""
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from kernels import backend as be
 from kernels.build_module import build, fatbin_entries, nvcc_version
 from kernels.cuda_module import (FATBIN, MANIFEST, NVRTC_ENV, PTX_ARCH, SASS_ARCHS, fatbin_choice,
                                  read_manifest, sass_for, sha256)
 from kernels.cuda_source import for_nvcc, name_expressions
+from tests.helpers import child_pythonpath
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 
@@ -107,3 +113,72 @@ def test_a_manifest_of_other_sources_or_another_fatbin_means_nvrtc_and_says_make
     choice = fatbin_choice(90, manifest, fatbin)
     assert choice.target is None and choice.why.startswith("no usable prebuilt module ([Errno 2]")
     assert choice.why.endswith("run `make kernels` to rebuild it")
+
+
+# In a fresh process with an empty CuPy cache: the CSR degree count and the int64 id marking
+# (a template kernel) run before any CuPy kernel of its own is compiled, so the cache is still
+# empty after them exactly when our module was not compiled.
+FIRST_KERNELS = """
+import json, sys
+from pathlib import Path
+import cupy as cp, numpy as np
+from kernels import gpu
+src = cp.asarray(np.array({src}, dtype=np.int32))
+dst = cp.asarray(np.array({dst}, dtype=np.int32))
+ids = cp.asarray(np.array({ids}, dtype=np.int64))
+degree = cp.zeros({n} + 1, dtype=cp.int64)
+gpu.launch("csr_count", src.shape[0], (src, dst, np.int64(src.shape[0]), np.int32(gpu.BOTH), np.int32(1), degree))
+bits, offsets = gpu.id_bitmap({span}), cp.empty(ids.shape[0], dtype=cp.int32)
+gpu.id_mark(ids, {lo}, bits, offsets)
+cp.cuda.Device().synchronize()
+cache = sorted(str(p) for p in Path(sys.argv[1]).rglob("*"))
+csr = gpu.csr_symmetric(src, dst, {n})
+print(json.dumps({{"origin": gpu.module_origin(), "capability": int(cp.cuda.Device().compute_capability),
+                   "cache": cache, "degree": degree.get().tolist(), "bits": bits.get().tolist(),
+                   "offsets": offsets.get().tolist(), "indptr": csr.indptr.get().tolist(),
+                   "rows": [sorted(csr.indices.get()[csr.indptr.get()[v]:csr.indptr.get()[v + 1]].tolist())
+                            for v in range({n})]}}))
+"""
+
+
+@pytest.mark.skipif(not be.cupy_usable(), reason="needs a usable CUDA device")
+@pytest.mark.parametrize("forced_nvrtc", [False, True], ids=["fatbin", "nvrtc-forced"])
+def test_first_kernels_come_from_the_fatbin_without_compiling(tmp_path, forced_nvrtc):
+    # a self-loop (left out), a repeated edge (kept twice), a vertex without edges (5)
+    src, dst, n = [0, 1, 2, 3, 0, 4, 1], [1, 2, 3, 0, 2, 4, 2], 6
+    ids, lo = [2**40 + 7, 2**40 + 3, 2**40 + 7, 2**40 + 40], 2**40
+    span = 64
+    cache = tmp_path / "cupy-cache"
+    cache.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != NVRTC_ENV}
+    env.update(CUPY_CACHE_DIR=str(cache), PYTHONPATH=child_pythonpath())
+    if forced_nvrtc:
+        env[NVRTC_ENV] = "1"
+    code = FIRST_KERNELS.format(src=src, dst=dst, ids=ids, n=n, span=span, lo=lo)
+    done = subprocess.run([sys.executable, "-c", code, str(cache)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.splitlines()[-1])
+
+    capability = got["capability"]
+    sass = sass_for(capability, SASS_ARCHS)
+    if forced_nvrtc:
+        assert got["origin"] == "NVRTC (GRAPH_CUDA_NVRTC is set)"
+        assert got["cache"]  # NVRTC's compile went to CuPy's cache
+    else:
+        assert got["origin"] == (f"fatbin sm_{sass}" if sass else f"fatbin compute_{PTX_ARCH}")
+        assert got["cache"] == []
+
+    # references computed here with NumPy: both arcs of every edge but the self-loop
+    keep = np.array(src) != np.array(dst)
+    tails = np.concatenate([np.array(src)[keep], np.array(dst)[keep]])
+    heads = np.concatenate([np.array(dst)[keep], np.array(src)[keep]])
+    assert got["degree"] == [0] + np.bincount(tails, minlength=n).tolist()
+    assert got["indptr"] == [0] + np.cumsum(np.bincount(tails, minlength=n)).tolist()
+    assert got["rows"] == [sorted(heads[tails == v].tolist()) for v in range(n)]
+    offsets = np.array(ids) - lo
+    bits = [0] * (span // 32)
+    for o in offsets.tolist():
+        bits[o // 32] |= 1 << (o % 32)
+    assert got["offsets"] == offsets.tolist()
+    assert got["bits"] == bits
