@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-gpu wheels install-offline plots screenshots clean
+.PHONY: demo test test-gpu kernels wheels install-offline plots screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ test: $(STAMP)
 
 clean:
 	rm -rf $(VENV) output
+
+# kernels/cuda/module.fatbin and module.json from kernels/cuda/ (docs/development.md): after any
+# change there. Needs nvcc of CUDA 13 (NVCC=path, else the one on PATH) and c++filt; no GPU, no venv.
+kernels:
+	$(PYTHON) -m kernels.build_module
 
 # For a machine without network access (a GPU node): `make wheels` here puts every wheel the
 # project needs, for Python $(WHEEL_PYTHON) on x86-64 Linux, in .whl/ (ignored by git);

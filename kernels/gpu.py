@@ -2,6 +2,10 @@
 renumbering. kernels/gpu_bfs.py and kernels/gpu_msf.py launch the searches; this module is
 imported only when arrays live on a GPU.
 
+The module is the one compiled ahead of time (kernels/cuda/module.fatbin, see
+kernels/cuda_module.py) where it matches the sources and has code for the device; otherwise the
+sources are compiled with NVRTC at first use (cached by CuPy). module_origin() says which.
+
 CSR build (kernels/cuda/graph.cu): count degrees with atomics, exclusive prefix sum (int64
 offsets), then scatter with per-vertex atomic cursors, reading the edge list once and writing
 both arcs of an edge in the same pass. Rows come out in arrival order, not input order.
@@ -16,26 +20,59 @@ from contextlib import contextmanager
 import cupy as cp
 import numpy as np
 
+from kernels.cuda_module import FATBIN, fatbin_choice
 from kernels.cuda_source import EDGE_TYPES, ID_TYPES, WEIGHT_TYPES, name_expressions, source, template
 from kernels.structures import CSR, check_vertex_count
 
 THREADS = 256
 _module = None
+_symbols: dict = {}  # kernel() name -> symbol in the fatbin; empty under NVRTC (CuPy maps the names)
+_origin = ""
 _module_lock = threading.Lock()
 _kernels: dict = {}
 
 
+def _load_module():
+    """(module, symbols, origin) for the current device. The fatbin is loaded here, not at the
+    first launch, so that a driver which refuses it still leaves NVRTC to fall back on. The
+    choice is made once per process, for the first device (the GPUs of one run are alike)."""
+    choice = fatbin_choice(int(cp.cuda.Device().compute_capability))
+    why = choice.why
+    if choice.target is not None:
+        module = cp.RawModule(path=str(FATBIN))
+        try:
+            module.module  # the property loads the file (cuModuleLoad)
+        except cp.cuda.driver.CUDADriverError as e:
+            why = f"the driver did not load {FATBIN.name}: {e}"
+        else:
+            return module, choice.symbols, f"fatbin {choice.target}"
+    module = cp.RawModule(code=source(), options=("-std=c++17",), name_expressions=name_expressions())
+    return module, {}, f"NVRTC ({why})"
+
+
+def _ensure_module() -> None:
+    global _module, _symbols, _origin
+    if _module is None:
+        cp.cuda.Device().use()  # loading the module is a driver call: this thread's context current
+        _module, _symbols, _origin = _load_module()
+
+
 def kernel(name: str):
-    """A kernel of the module by name (templates as "name<type,...>"), compiled on first use."""
-    global _module
+    """A kernel of the module by name (templates as "name<type,...>"), loaded on first use."""
     found = _kernels.get(name)
     if found is None:
-        with _module_lock:  # one compilation when the first kernels are asked for from several threads
-            if _module is None:
-                cp.cuda.Device().use()  # loading the module is a driver call: this thread's context current
-                _module = cp.RawModule(code=source(), options=("-std=c++17",), name_expressions=name_expressions())
-            found = _kernels[name] = _module.get_function(name)
+        with _module_lock:  # one load (or compilation) when the first kernels are asked for from several threads
+            _ensure_module()
+            found = _kernels[name] = _module.get_function(_symbols.get(name, name))
     return found
+
+
+def module_origin() -> str:
+    """Where this process's CUDA module came from: "fatbin sm_90" (prebuilt SASS), "fatbin
+    compute_100" (prebuilt PTX the driver compiled) or "NVRTC (why the fatbin was not used)"."""
+    with _module_lock:
+        _ensure_module()
+        return _origin
 
 
 def weight_type(dtype) -> str:
