@@ -21,68 +21,109 @@
 // 11-bit offset ((tag >> 5) << 8 | next byte); 2 and 3: a copy of (tag >> 2) + 1 bytes at a 16-
 // or 32-bit little-endian offset. The stream starts with its uncompressed size as a ULEB128.
 // status[i]: 0 = well-formed; else 1 + the input byte (relative to the stream) where it fails.
-extern "C" __global__ void snappy_check(const unsigned char* in, const i64* starts, const i64* lengths,
-                                        const i64* declared, i64 streams, i64* status) {
-    for (i64 s = thread_index(); s < streams; s += thread_count()) {
+//
+// The walk is serial within a stream (each tag says where the next starts), so one warp takes a
+// stream: the warp stages SNAPPY_WINDOW bytes of it in shared memory together, and lane 0 walks
+// every element that lies wholly inside the window (an element's tag and length bytes take at
+// most 5 bytes; a literal's data is skipped, not read), so its serial chain reads shared memory,
+// not global memory. Blocks of SNAPPY_WARPS warps.
+#define SNAPPY_WARPS 4
+#define SNAPPY_WINDOW 512
+extern "C" __global__ void __launch_bounds__(SNAPPY_WARPS * 32)
+snappy_check(const unsigned char* in, const i64* starts, const i64* lengths, const i64* declared, i64 streams,
+             i64* status) {
+    __shared__ unsigned char windows[SNAPPY_WARPS][SNAPPY_WINDOW];
+    const int warp = threadIdx.x >> 5, lane = lane_id();
+    unsigned char* w = windows[warp];
+    const i64 warps = (i64)gridDim.x * SNAPPY_WARPS;
+    for (i64 s = (i64)blockIdx.x * SNAPPY_WARPS + warp; s < streams; s += warps) {
         const unsigned char* p = in + starts[s];
         const i64 end = lengths[s];
-        i64 pos = 0;
-        u64 size = 0;
-        bool ok = false;
-        for (int k = 0; k < 5 && pos < end; ++k) {
-            unsigned b = p[pos++];
-            size |= (u64)(b & 0x7f) << (7 * k);
-            if (b < 0x80) {
-                ok = true;
-                break;
-            }
-        }
-        if (!ok || size > 0xffffffffull || (i64)size != declared[s]) {
-            status[s] = 1 + pos;
-            continue;
-        }
-        const i64 total = (i64)size;
-        i64 produced = 0, fault = 0;
-        while (pos < end) {
-            const i64 at = pos;
-            unsigned tag = p[pos++];
-            i64 length, offset = 0;
-            if ((tag & 3) == 0) {
-                length = tag >> 2;
-                if (length >= 60) {
-                    int extra = (int)length - 59;
-                    if (pos + extra > end) { fault = 1 + at; break; }
-                    length = 0;
-                    for (int k = 0; k < extra; ++k) length |= (i64)p[pos + k] << (8 * k);
-                    pos += extra;
+        // lane 0's state: pos (next element), produced, total (-1 until the preamble is read), fault
+        i64 pos = 0, produced = 0, total = -1, fault = 0;
+        bool done = false;
+        while (true) {
+            pos = __shfl_sync(FULL_MASK, pos, 0);
+            done = __shfl_sync(FULL_MASK, done, 0);
+            if (done) break;
+            __syncwarp();
+            for (int k = lane; k < SNAPPY_WINDOW; k += 32) w[k] = pos + k < end ? p[pos + k] : 0;
+            __syncwarp();
+            if (lane == 0) {
+                const i64 base = pos, limit = base + SNAPPY_WINDOW - 5;
+                if (total < 0) {  // the preamble: a ULEB128 of at most 5 bytes, below 2^32
+                    u64 size = 0;
+                    bool ok = false;
+                    for (int k = 0; k < 5 && pos < end; ++k) {
+                        unsigned b = w[pos - base];
+                        ++pos;
+                        size |= (u64)(b & 0x7f) << (7 * k);
+                        if (b < 0x80) {
+                            ok = true;
+                            break;
+                        }
+                    }
+                    if (!ok || size > 0xffffffffull || (i64)size != declared[s]) {
+                        fault = 1 + pos;
+                        done = true;
+                    }
+                    total = (i64)size;
                 }
-                length += 1;
-                if (pos + length > end || produced + length > total) { fault = 1 + at; break; }
-                pos += length;
-                produced += length;
-                continue;
+                while (!done && pos < end && pos <= limit) {
+                    const i64 at = pos;
+                    const unsigned tag = w[pos - base];
+                    ++pos;
+                    i64 length, offset = 0;
+                    if ((tag & 3) == 0) {
+                        length = tag >> 2;
+                        if (length >= 60) {
+                            const int extra = (int)length - 59;
+                            if (pos + extra > end) { fault = 1 + at; break; }
+                            length = 0;
+                            for (int k = 0; k < extra; ++k) length |= (i64)w[pos + k - base] << (8 * k);
+                            pos += extra;
+                        }
+                        length += 1;
+                        if (pos + length > end || produced + length > total) { fault = 1 + at; break; }
+                        pos += length;
+                        produced += length;
+                        continue;
+                    }
+                    const int need = (tag & 3) == 1 ? 1 : (tag & 3) == 2 ? 2 : 4;
+                    if (pos + need > end) { fault = 1 + at; break; }
+                    const unsigned char* b = w + (pos - base);
+                    if ((tag & 3) == 1) {
+                        length = 4 + ((tag >> 2) & 7);
+                        offset = ((i64)(tag >> 5) << 8) | b[0];
+                    } else {
+                        length = (tag >> 2) + 1;
+                        offset = (i64)b[0] | ((i64)b[1] << 8);
+                        if (need == 4) offset |= ((i64)b[2] << 16) | ((i64)b[3] << 24);
+                    }
+                    pos += need;
+                    if (offset == 0 || offset > produced || produced + length > total) { fault = 1 + at; break; }
+                    produced += length;
+                }
+                if (fault) done = true;
+                if (!done && pos >= end) {
+                    if (produced != total) fault = 1 + end;
+                    done = true;
+                }
+                if (done) status[s] = fault;
             }
-            if ((tag & 3) == 1) {
-                if (pos + 1 > end) { fault = 1 + at; break; }
-                length = 4 + ((tag >> 2) & 7);
-                offset = ((i64)(tag >> 5) << 8) | p[pos];
-                pos += 1;
-            } else if ((tag & 3) == 2) {
-                if (pos + 2 > end) { fault = 1 + at; break; }
-                length = (tag >> 2) + 1;
-                offset = (i64)p[pos] | ((i64)p[pos + 1] << 8);
-                pos += 2;
-            } else {
-                if (pos + 4 > end) { fault = 1 + at; break; }
-                length = (tag >> 2) + 1;
-                offset = (i64)p[pos] | ((i64)p[pos + 1] << 8) | ((i64)p[pos + 2] << 16) | ((i64)p[pos + 3] << 24);
-                pos += 4;
-            }
-            if (offset == 0 || offset > produced || produced + length > total) { fault = 1 + at; break; }
-            produced += length;
         }
-        if (!fault && produced != total) fault = 1 + end;
-        status[s] = fault;
+    }
+}
+
+// Byte ranges copied: segment i's lengths[i] bytes from src + src_at[i] to dst + dst_at[i]
+// (pages stored uncompressed, v2 pages' level bytes, inputs realigned for a codec). One block
+// per segment (grid-stride over segments).
+extern "C" __global__ void copy_segments(const unsigned char* src, const i64* src_at, unsigned char* dst,
+                                         const i64* dst_at, const i64* lengths, i64 segments) {
+    for (i64 i = blockIdx.x; i < segments; i += gridDim.x) {
+        const unsigned char* from = src + src_at[i];
+        unsigned char* to = dst + dst_at[i];
+        for (i64 j = threadIdx.x; j < lengths[i]; j += blockDim.x) to[j] = from[j];
     }
 }
 

@@ -179,20 +179,23 @@ def nvcomp_usable() -> bool:
         return False
 
 
-def decompress_pages_nvcomp(chunk_bytes, plan, pages, path: str = ""):
-    """Every page's uncompressed bytes in one CuPy uint8 buffer: page i at
-    [starts[i], starts[i] + uncompressed_size[i]), table order.
+def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_start, path: str = ""):
+    """Every page's uncompressed bytes on the GPU: (body, starts, fallen_back), page i at
+    body[starts[i]:starts[i] + uncompressed_size[i]], table order.
 
-    One batched nvCOMP decode per codec into slices of that preallocated buffer (the declared
-    sizes are imposed through ``out=``: nvCOMP's ``decode`` takes no sizes and raises when an
-    output is too small). Inputs are packed into one host buffer at the codec's alignment and
-    uploaded once. Hadoop-framed LZ4 pages contribute one input per frame. Snappy streams are
-    walked on the GPU first (kernels.parquet_batch.snappy_fault states the rules): nvCOMP's
-    decoder traps on a damaged stream, ending the CUDA context, so a stream that fails the walk
-    goes to the host's codec, which names the fault. Uncompressed pages, v2 level bytes and
-    chunks whose codec nvCOMP lacks are copied from the host path's output. Returns (buffer,
-    starts, fallen_back) where fallen_back lists the chunks that went to the host with the
-    reason.
+    ``chunk_bytes``: each chunk's stored bytes on the host; ``device_stored``: the same bytes on
+    the GPU (CuPy uint8), chunk c from ``stored_start[c]``. When no page is compressed the pages
+    are decoded where they lie (body is ``device_stored``). Otherwise one buffer of the declared
+    sizes is filled: pages stored uncompressed and v2 pages' level bytes copied on the device;
+    compressed pages by one batched nvCOMP decode per codec, whose inputs are slices of
+    ``device_stored`` (copied to an aligned buffer for codecs that need it) and whose outputs are
+    slices of the buffer of the declared sizes (``decode`` takes no sizes; ``out=`` imposes them
+    and nvCOMP raises when one is too small). Hadoop-framed LZ4 pages give one input per frame.
+    Snappy streams are walked on the GPU first (kernels.parquet_batch.snappy_fault states the
+    rules): nvCOMP's decoder traps on a damaged stream, ending the CUDA context, so a stream that
+    fails the walk goes to the host's codec, which names the fault. Pages the host decompresses
+    (those, a codec nvCOMP lacks, malformed v2 levels, a stored size other than declared) are
+    copied in; fallen_back lists the chunks of a codec nvCOMP lacks, with the reason.
 
     Written against nvidia-nvcomp-cu13 6.0 (``Codec(algorithm=..., bitstream_kind=RAW)``,
     ``as_arrays``, ``decode(..., out=...)``); it runs on the GPU machine only."""
@@ -201,79 +204,82 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, path: str = ""):
 
     from kernels import gpu_parquet
 
-    sizes = pages.uncompressed_size
-    out_offsets = np.zeros(len(pages) + 1, np.int64)
-    np.cumsum(sizes, out=out_offsets[1:])
-    device_out = cupy.empty(max(int(out_offsets[-1]), 1), dtype=cupy.uint8)
-
-    jobs = {}  # nvCOMP algorithm -> [(stored bytes, output start, size, page)]
-    host_pages = []
+    chunk = pages.chunk
+    codec = np.array([c.codec for c in plan] or [""], dtype=object)[chunk]
+    page_in = np.asarray(stored_start, np.int64)[chunk] + pages.offset
+    stored, size = pages.compressed_size, pages.uncompressed_size
+    v2 = pages.page_type == DATA_PAGE_V2
+    levels = np.where(v2, pages.definition_levels_length + pages.repetition_levels_length, 0)
+    compressed = (codec != "UNCOMPRESSED") & (~v2 | (pages.is_compressed != 0))
+    on_host = v2 & ((levels < 0) | (levels > np.minimum(size, stored)))  # the host path names them
+    on_host |= ~compressed & (stored != size)
+    if not compressed.any() and not on_host.any():
+        return device_stored, page_in, []
+    out_start = np.cumsum(size) - size
+    body = cupy.empty(max(int(size.sum()), 1), dtype=cupy.uint8)
+    as_is = ~compressed & ~on_host
+    with_levels = v2 & compressed & ~on_host & (levels > 0)
+    gpu_parquet.copy_segments(device_stored, np.r_[page_in[as_is], page_in[with_levels]], body,
+                              np.r_[out_start[as_is], out_start[with_levels]],
+                              np.r_[size[as_is], levels[with_levels]])
     fallen_back = []
-    for i in range(len(pages)):
-        c = int(pages.chunk[i])
-        chunk = plan[c]
-        start = int(pages.offset[i])
-        stored = chunk_bytes[c][start:start + int(pages.compressed_size[i])]
-        size = int(sizes[i])
-        levels = 0
-        compressed = chunk.codec != "UNCOMPRESSED"
-        if pages.page_type[i] == DATA_PAGE_V2:
-            levels = int(pages.definition_levels_length[i]) + int(pages.repetition_levels_length[i])
-            compressed = compressed and pages.is_compressed[i] != 0
-        if not compressed or size == 0 or not 0 <= levels <= min(size, len(stored)):
-            host_pages.append(i)  # (the host path refuses levels longer than the page)
-            continue
-        if chunk.codec not in NVCOMP_CODECS:
-            host_pages.append(i)
-            if not fallen_back or fallen_back[-1][0] != c:
-                fallen_back.append((c, f"nvCOMP has no {chunk.codec} decoder"))
-            continue
-        if levels:
-            device_out[out_offsets[i]:out_offsets[i] + levels].set(np.frombuffer(stored, np.uint8, levels))
-        body = stored[levels:]
-        algorithm = NVCOMP_CODECS[chunk.codec][0]
-        target = int(out_offsets[i]) + levels
-        frames = hadoop_lz4_frames(body, size - levels) if chunk.codec == "LZ4" else None
-        if frames is None:
-            jobs.setdefault(algorithm, []).append((body, target, size - levels, i))
-        else:
-            for s, n, m in frames:
-                jobs.setdefault(algorithm, []).append((body[s:s + n], target, m, i))
-                target += m
-    for algorithm, items in jobs.items():
+    lacking = compressed & ~on_host & ~np.isin(codec, list(NVCOMP_CODECS))
+    for c in np.unique(chunk[lacking]):
+        fallen_back.append((int(c), f"nvCOMP has no {plan[c].codec} decoder"))
+    on_host |= lacking
+    decoded = compressed & ~on_host & (size > 0)
+    jobs = {}  # nvCOMP algorithm -> (input offsets in device_stored, input sizes, output offsets, sizes, pages)
+    for name in np.unique(codec[decoded]):
+        mine = np.flatnonzero(decoded & (codec == name))
+        job = (page_in[mine] + levels[mine], stored[mine] - levels[mine], out_start[mine] + levels[mine],
+               size[mine] - levels[mine], mine)
+        if name == "LZ4":
+            job = _hadoop_frames(chunk_bytes, pages, job)
+        algorithm = NVCOMP_CODECS[name][0]
+        jobs[algorithm] = tuple(np.r_[a, b] for a, b in zip(jobs[algorithm], job)) if algorithm in jobs else job
+    for algorithm, (src, length, dst, out_size, page) in jobs.items():
+        source = device_stored
         align = dict(NVCOMP_CODECS.values())[algorithm]
-        starts = np.zeros(len(items), np.int64)
-        total = 0
-        for k, (data, _, _, _) in enumerate(items):
-            total = -(-total // align) * align
-            starts[k] = total
-            total += len(data)
-        staging = cupy.cuda.alloc_pinned_memory(max(total, 1))
-        host = np.frombuffer(staging, np.uint8, max(total, 1))
-        for (data, _, _, _), s in zip(items, starts):
-            host[s:s + len(data)] = np.frombuffer(data, np.uint8)
-        device_in = cupy.asarray(host)
+        if align > 1 and (src % align).any():  # packed at the codec's alignment
+            padded = -(-length // align) * align
+            packed = np.cumsum(padded) - padded
+            source = cupy.empty(max(int(packed[-1] + length[-1]), 1), dtype=cupy.uint8)
+            gpu_parquet.copy_segments(device_stored, src, source, packed, length)
+            src = packed
         if algorithm == "Snappy":
-            lengths = np.array([len(d) for d, _, _, _ in items], np.int64)
-            declared = np.array([m for _, _, m, _ in items], np.int64)
-            fault = gpu_parquet.snappy_check(device_in, starts, lengths, declared) != 0
-            host_pages += sorted({items[k][3] for k in np.flatnonzero(fault)})
-            items = [item for item, bad in zip(items, fault) if not bad]
-            starts = starts[~fault]
-            if not items:
+            fault = gpu_parquet.snappy_check(source, src, length, out_size) != 0
+            on_host[page[fault]] = True
+            src, length, dst, out_size = src[~fault], length[~fault], dst[~fault], out_size[~fault]
+            if not src.size:
                 continue
-        inputs = [device_in[s:s + len(data)] for (data, _, _, _), s in zip(items, starts)]
-        outputs = [device_out[t:t + m] for _, t, m, _ in items]
-        codec = nvcomp.Codec(algorithm=algorithm, bitstream_kind=nvcomp.BitstreamKind.RAW)
+        inputs = [source[a:a + n] for a, n in zip(src.tolist(), length.tolist())]
+        outputs = [body[a:a + n] for a, n in zip(dst.tolist(), out_size.tolist())]
         try:
-            codec.decode(nvcomp.as_arrays(inputs), out=nvcomp.as_arrays(outputs))
+            nvcomp.Codec(algorithm=algorithm, bitstream_kind=nvcomp.BitstreamKind.RAW).decode(
+                nvcomp.as_arrays(inputs), out=nvcomp.as_arrays(outputs))
         except Exception as exc:  # nvCOMP names no page: find it on the host path
             decompress_pages_host(chunk_bytes, plan, pages, path)
             raise InputError(f"{path}: nvCOMP {algorithm} decode failed ({exc})") from None
-    if host_pages:
-        host_out = decompress_pages_host(chunk_bytes, plan, pages, path, select=host_pages)
+    host_pages = np.flatnonzero(on_host)
+    if host_pages.size:
+        host_out = decompress_pages_host(chunk_bytes, plan, pages, path, select=host_pages.tolist())
         for i in host_pages:
             if host_out[i].size:
-                device_out[out_offsets[i]:out_offsets[i + 1]].set(host_out[i])
+                body[out_start[i]:out_start[i] + host_out[i].size].set(host_out[i])
     cupy.cuda.get_current_stream().synchronize()
-    return device_out, out_offsets[:-1], fallen_back
+    return body, out_start, fallen_back
+
+
+def _hadoop_frames(chunk_bytes, pages, job):
+    """An LZ4 job with each Hadoop-framed page split into its frames (one nvCOMP input each);
+    a page that does not tile into frames stays one bare block."""
+    src, length, dst, out_size, page = job
+    parts = ([], [], [], [], [])
+    for a, n, d, m, i in zip(src.tolist(), length.tolist(), dst.tolist(), out_size.tolist(), page.tolist()):
+        end = int(pages.offset[i]) + int(pages.compressed_size[i])  # the stream is the page's last n bytes
+        frames = hadoop_lz4_frames(chunk_bytes[int(pages.chunk[i])][end - n:end], m)
+        for s, fn, fm in frames or [(0, n, m)]:
+            for part, value in zip(parts, (a + s, fn, d, fm, i)):
+                part.append(value)
+            d += fm
+    return tuple(np.array(p, np.int64) for p in parts)

@@ -57,7 +57,8 @@ from tasks.parquet.decompress import (HOST_CODECS, check_page_crcs, decompress_p
                                       nvcomp_usable)
 from tasks.parquet.host_reader import Rows, count_chunks, new_report, read_row_group, run_in_order
 from tasks.parquet.pages import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, PHYSICAL_DTYPES, ColumnChunk, PageTable,
-                                 decode_chunks, parse_page_headers, plan_column_chunks, read_chunk_bytes)
+                                 decode_chunks, parse_page_headers, plan_column_chunks, read_chunk_bytes,
+                                 read_chunks_into)
 from tasks.parquet.plan import InputPlan, ReadUnit, check_unchanged, value_type
 
 UNVERIFIED = "chunks without CRC32s in a codec nvCOMP may trap on"
@@ -203,6 +204,7 @@ class PageRead:
     nvcomp: bool
     layouts: dict
     dest: dict  # "src", "dst", "weight" -> the arrays being filled (None where absent)
+    pinned: np.ndarray | None = None  # nvCOMP's staging buffer (host memory pinned by CUDA)
 
     def batch(self, units: list[ReadUnit]):
         """(per unit: its string ids (src, dst) or its Signs; (column, reader, reason) per column
@@ -219,9 +221,10 @@ class PageRead:
                     fallback[u.group, c] = reason
                 else:
                     wanted.append(chunk)
-        stored = dict(zip(wanted, self.read_bytes(units[0], wanted)))
+        stored, buffer, starts = self.read_bytes(units[0], wanted)
+        stored = dict(zip(wanted, stored))
         try:
-            return self.batch_at_once(units, wanted, dict(fallback), stored)
+            return self.batch_at_once(units, wanted, dict(fallback), stored, (buffer, dict(zip(wanted, starts))))
         except InputError:
             # a damaged page or a refused row: read the batch again row group by row group on the
             # reference steps, so the error raised is the first the host reader meets
@@ -242,7 +245,7 @@ class PageRead:
             return None
         return table
 
-    def batch_at_once(self, units, wanted, fallback, stored):
+    def batch_at_once(self, units, wanted, fallback, stored, staged):
         """Every chunk's headers, then one decompression per codec (nvCOMP's where usable) and
         one run of the batched decoding steps for the batch; chunks those steps leave go page by
         page. The units are then checked and stored in row order."""
@@ -260,9 +263,12 @@ class PageRead:
             if groups[1]:
                 notes["host_decompressed"][UNVERIFIED] = len(groups[1])
         decoded = {}
+        if self.nvcomp and groups[0]:  # the batch's stored bytes go up in one copy
+            buffer, starts = staged
+            staged = (self.xp.asarray(buffer), starts)
         for group, on_gpu in zip(groups, (self.nvcomp, False)):
             if group:
-                self.decode_group(units[0].file, group, pages, stored, on_gpu, decoded, notes)
+                self.decode_group(units[0].file, group, pages, stored, staged if on_gpu else None, decoded, notes)
         counts, per_unit = [], []
         for u in units:
             columns = {}
@@ -275,17 +281,20 @@ class PageRead:
             per_unit.append(self.check_and_store(u, columns, [c for g, c in fallback if g == u.group]))
         return per_unit, counts, notes
 
-    def decode_group(self, file, chunks, pages, stored, on_gpu: bool, decoded: dict, notes: dict) -> None:
-        """The chunks' pages decompressed into one buffer (nvCOMP when ``on_gpu``, else the
-        host's codecs) and decoded by the batched steps, or page by page where those leave a
-        chunk; decoded[chunk] = (values in the logical type, valid or None)."""
+    def decode_group(self, file, chunks, pages, stored, on_gpu, decoded: dict, notes: dict) -> None:
+        """The chunks' pages decompressed into one buffer (``on_gpu``: (the batch's stored bytes on
+        the GPU, chunk -> where its bytes start there), for nvCOMP; else None, the host's codecs)
+        and decoded by the batched steps, or page by page where those leave a chunk;
+        decoded[chunk] = (values in the logical type, valid or None)."""
         xp, path, types = self.xp, str(file), self.layouts[file].types
         tables = [pages[c] for c in chunks]
         merged = PageTable({k: np.concatenate([t.columns[k] for t in tables]) for k in tables[0].columns})
         merged.columns["chunk"] = np.repeat(np.arange(len(chunks)), [len(t) for t in tables])
         data = [stored[c] for c in chunks]
         if on_gpu:
-            body, starts, fallen_back = decompress_pages_nvcomp(data, chunks, merged, path)
+            device_stored, stored_at = on_gpu
+            body, starts, fallen_back = decompress_pages_nvcomp(data, chunks, merged, device_stored,
+                                                                [stored_at[c] for c in chunks], path)
             for _, reason in fallen_back:
                 notes["host_decompressed"][reason] = notes["host_decompressed"].get(reason, 0) + 1
         else:
@@ -335,14 +344,26 @@ class PageRead:
             per_unit.append(self.check_and_store(u, columns, [c for g, c in fallback if g == u.group]))
         return per_unit, counts, {"host_decompressed": {}, "page_decoded": {}}
 
-    def read_bytes(self, unit: ReadUnit, chunks: list[ColumnChunk]) -> list:
-        """Each chunk's stored bytes, one ranged read per chunk, from the planned file."""
+    def read_bytes(self, unit: ReadUnit, chunks: list[ColumnChunk]):
+        """The chunks' stored bytes from the planned file, back to back in one buffer: (a
+        memoryview per chunk, the buffer, each chunk's start in it). On a GPU with nvCOMP the
+        buffer is the reader's pinned one, reused batch after batch (they run one at a time)."""
         fs = self.plan.footers.filesystem
+        sizes = np.array([c.size for c in chunks], np.int64)
+        starts = np.cumsum(sizes) - sizes
+        total = int(sizes.sum())
+        if self.nvcomp:
+            if self.pinned is None or self.pinned.size < total:
+                import cupy
+                self.pinned = np.frombuffer(cupy.cuda.alloc_pinned_memory(max(total, 1)), np.uint8, max(total, 1))
+            buffer = self.pinned[:total]
+        else:
+            buffer = np.empty(total, np.uint8)
         if not chunks:
-            return []
+            return [], buffer, starts
         check_unchanged(fs, unit.file, unit.identity)
         try:
-            stored = read_chunk_bytes(fs.arrow, fs.arrow_path(unit.file), chunks)
+            read_chunks_into(fs.arrow, fs.arrow_path(unit.file), chunks, buffer, starts)
         except InputError as exc:
             check_unchanged(fs, unit.file, unit.identity)
             chunk = next(c for c in chunks if f"column {c.name!r}, row group {c.row_group}:" in str(exc))
@@ -351,7 +372,8 @@ class PageRead:
             check_unchanged(fs, unit.file, unit.identity)
             raise InputError(f"{unit.file}: not a readable Parquet file ({exc})") from None
         check_unchanged(fs, unit.file, unit.identity)
-        return stored
+        view = memoryview(buffer)
+        return [view[s:s + n] for s, n in zip(starts.tolist(), sizes.tolist())], buffer, starts
 
     def decode(self, unit: ReadUnit, chunk: ColumnChunk, data, table: PageTable):
         """(values in the column's logical type, valid or None) of one chunk, on the backend,
