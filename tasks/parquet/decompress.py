@@ -170,10 +170,13 @@ def decompress_pages_host(chunk_bytes, plan, pages, path: str = "", select=None)
 
 
 def nvcomp_usable() -> bool:
-    """True where nvCOMP's Python module and CuPy import and a GPU is visible."""
+    """True where nvCOMP's Python module and C library load, CuPy imports and a GPU is visible."""
     try:
         import cupy
-        from nvidia import nvcomp  # noqa: F401
+        from nvidia import nvcomp  # noqa: F401  (the page writer's encoders)
+
+        from tasks.parquet import nvcomp_c
+        nvcomp_c.library()  # the page reader's decoders
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:  # ImportError, or CUDA present without a usable device
         return False
@@ -189,20 +192,20 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
     sizes is filled: pages stored uncompressed and v2 pages' level bytes copied on the device;
     compressed pages by one batched nvCOMP decode per codec, whose inputs are slices of
     ``device_stored`` (copied to an aligned buffer for codecs that need it) and whose outputs are
-    slices of the buffer of the declared sizes (``decode`` takes no sizes; ``out=`` imposes them
-    and nvCOMP raises when one is too small). Hadoop-framed LZ4 pages give one input per frame.
+    slices of the buffer of the declared sizes; a stream nvCOMP refuses, or that decompresses
+    to other than its declared size, goes to the host path too. Hadoop-framed LZ4 pages give one input per frame.
     Snappy streams are walked on the GPU first (kernels.parquet_batch.snappy_fault states the
     rules): nvCOMP's decoder traps on a damaged stream, ending the CUDA context, so a stream that
     fails the walk goes to the host's codec, which names the fault. Pages the host decompresses
     (those, a codec nvCOMP lacks, malformed v2 levels, a stored size other than declared) are
     copied in; fallen_back lists the chunks of a codec nvCOMP lacks, with the reason.
 
-    Written against nvidia-nvcomp-cu13 6.0 (``Codec(algorithm=..., bitstream_kind=RAW)``,
-    ``as_arrays``, ``decode(..., out=...)``); it runs on the GPU machine only."""
+    nvCOMP is called through its C API (tasks.parquet.nvcomp_c); it runs on the GPU machine
+    only."""
     import cupy
-    from nvidia import nvcomp
 
     from kernels import gpu_parquet
+    from tasks.parquet import nvcomp_c
 
     chunk = pages.chunk
     codec = np.array([c.codec for c in plan] or [""], dtype=object)[chunk]
@@ -227,7 +230,8 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
     for c in np.unique(chunk[lacking]):
         fallen_back.append((int(c), f"nvCOMP has no {plan[c].codec} decoder"))
     on_host |= lacking
-    decoded = compressed & ~on_host & (size > 0)
+    on_host |= compressed & (size - levels == 0)  # an empty stream: nothing for nvCOMP, the host checks it
+    decoded = compressed & ~on_host
     jobs = {}  # nvCOMP algorithm -> (input offsets in device_stored, input sizes, output offsets, sizes, pages)
     for name in np.unique(codec[decoded]):
         mine = np.flatnonzero(decoded & (codec == name))
@@ -249,17 +253,12 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
         if algorithm == "Snappy":
             fault = gpu_parquet.snappy_check(source, src, length, out_size) != 0
             on_host[page[fault]] = True
-            src, length, dst, out_size = src[~fault], length[~fault], dst[~fault], out_size[~fault]
+            src, length, dst, out_size, page = (a[~fault] for a in (src, length, dst, out_size, page))
             if not src.size:
                 continue
-        inputs = [source[a:a + n] for a, n in zip(src.tolist(), length.tolist())]
-        outputs = [body[a:a + n] for a, n in zip(dst.tolist(), out_size.tolist())]
-        try:
-            nvcomp.Codec(algorithm=algorithm, bitstream_kind=nvcomp.BitstreamKind.RAW).decode(
-                nvcomp.as_arrays(inputs), out=nvcomp.as_arrays(outputs))
-        except Exception as exc:  # nvCOMP names no page: find it on the host path
-            decompress_pages_host(chunk_bytes, plan, pages, path)
-            raise InputError(f"{path}: nvCOMP {algorithm} decode failed ({exc})") from None
+        statuses, actual = nvcomp_c.decompress(algorithm, source, src, length, body, dst, out_size)
+        # a stream nvCOMP refused or that held other than the declared bytes: the host names it
+        on_host[page[(statuses != 0) | (actual != out_size)]] = True
     host_pages = np.flatnonzero(on_host)
     if host_pages.size:
         host_out = decompress_pages_host(chunk_bytes, plan, pages, path, select=host_pages.tolist())

@@ -1,0 +1,90 @@
+"""nvCOMP's batched C API (libnvcomp.so.6 of the ``nvidia-libnvcomp-cu13`` wheel) called through
+ctypes, for the page reader's decompression.
+
+Why not nvCOMP's Python module: its ``decode`` takes one Python object per page (``as_arrays``
+over lists of CuPy slices), which at 41 k pages costs about a second of host time; the C API
+takes device arrays of pointers and sizes, which CuPy builds from one base address and
+offset arrays without a Python object per page. The C API also returns each page's status
+and decompressed size, so a page decoding to fewer bytes than its header declares is found.
+
+Written against nvCOMP 6.0's headers (include/nvcomp/{snappy,zstd,lz4,gzip}.h):
+``nvcompBatched<A>DecompressGetTempSize(num_chunks, max_uncompressed_chunk_bytes, opts,
+&temp_bytes, max_total_uncompressed_bytes, stream)`` and ``nvcompBatched<A>DecompressAsync(
+compressed_ptrs, compressed_bytes, uncompressed_buffer_bytes, uncompressed_actual_bytes,
+num_chunks, temp_ptr, temp_bytes, uncompressed_ptrs, opts, statuses, stream)``; each
+algorithm's options struct is 64 bytes, all zero meaning the defaults (backend DEFAULT). It runs
+on the GPU machine only.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from pathlib import Path
+
+import numpy as np
+
+ALGORITHMS = ("Snappy", "Zstd", "LZ4", "Gzip")
+_lib = None
+_lock = threading.Lock()
+
+
+class _Options(ctypes.Structure):
+    """Any algorithm's 64-byte decompression options, zeroed: the defaults."""
+
+    _fields_ = [("backend", ctypes.c_int), ("reserved", ctypes.c_char * 60)]
+
+
+def library():
+    """libnvcomp.so.6 from the wheel beside nvCOMP's Python module, loaded once."""
+    global _lib
+    with _lock:
+        if _lib is None:
+            from nvidia import libnvcomp  # noqa: the wheel that ships the shared library
+
+            folders = [Path(p) / "lib64" for p in libnvcomp.__path__]
+            path = next(str(f / "libnvcomp.so.6") for f in folders if (f / "libnvcomp.so.6").exists())
+            lib = ctypes.CDLL(path)
+            for a in ALGORITHMS:
+                size = getattr(lib, f"nvcompBatched{a}DecompressGetTempSize")
+                size.restype = ctypes.c_int
+                size.argtypes = [ctypes.c_size_t, ctypes.c_size_t, _Options, ctypes.POINTER(ctypes.c_size_t),
+                                 ctypes.c_size_t, ctypes.c_void_p]
+                run = getattr(lib, f"nvcompBatched{a}DecompressAsync")
+                run.restype = ctypes.c_int
+                run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                                ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, _Options, ctypes.c_void_p,
+                                ctypes.c_void_p]
+            _lib = lib
+    return _lib
+
+
+def decompress(algorithm: str, source, src_at, src_bytes, dest, dst_at, dst_bytes):
+    """Streams source[src_at[i]:src_at[i] + src_bytes[i]] decompressed into
+    dest[dst_at[i]:dst_at[i] + dst_bytes[i]] (CuPy uint8 arrays; host int64 offset arrays), in
+    one call on the current stream. Returns per stream (nvCOMP status, bytes decompressed), host
+    arrays, after the stream is synchronized."""
+    import cupy
+
+    lib = library()
+    n = len(src_at)
+    stream = cupy.cuda.get_current_stream().ptr
+    options = _Options()
+    in_ptrs = cupy.asarray(np.asarray(src_at, np.uint64) + np.uint64(source.data.ptr))
+    out_ptrs = cupy.asarray(np.asarray(dst_at, np.uint64) + np.uint64(dest.data.ptr))
+    in_bytes = cupy.asarray(np.asarray(src_bytes, np.uint64))
+    out_bytes = cupy.asarray(np.asarray(dst_bytes, np.uint64))
+    actual = cupy.zeros(n, dtype=cupy.uint64)
+    statuses = cupy.zeros(n, dtype=cupy.int32)
+    temp_bytes = ctypes.c_size_t(0)
+    largest, total = int(np.max(dst_bytes)), int(np.sum(dst_bytes))
+    code = getattr(lib, f"nvcompBatched{algorithm}DecompressGetTempSize")(
+        n, largest, options, ctypes.byref(temp_bytes), total, stream)
+    if code != 0:
+        raise RuntimeError(f"nvCOMP {algorithm}: temporary size query failed (status {code})")
+    temp = cupy.empty(max(temp_bytes.value, 1), dtype=cupy.uint8)
+    code = getattr(lib, f"nvcompBatched{algorithm}DecompressAsync")(
+        in_ptrs.data.ptr, in_bytes.data.ptr, out_bytes.data.ptr, actual.data.ptr, n, temp.data.ptr,
+        temp_bytes.value, out_ptrs.data.ptr, options, statuses.data.ptr, stream)
+    if code != 0:
+        raise RuntimeError(f"nvCOMP {algorithm}: decompression could not start (status {code})")
+    return statuses.get(), actual.get().astype(np.int64)
