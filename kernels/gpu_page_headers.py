@@ -17,12 +17,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# The table's columns, in the kernel's slot order; equal to tasks.parquet.pages.PAGE_FIELDS
-# (a test holds them together: kernels cannot import tasks).
+# The page table's columns (tasks.parquet.pages.PageTable), in the kernel's slot order, int64
+# each; -1 where a header lacks the field.
 PAGE_FIELDS = (
-    "chunk", "header_offset", "offset", "page_type", "uncompressed_size", "compressed_size", "crc",
-    "num_values", "encoding", "definition_level_encoding", "num_nulls", "num_rows",
-    "definition_levels_length", "repetition_levels_length", "is_compressed",
+    "chunk",  # index into the plan
+    "header_offset",  # offset of the page header inside the chunk's bytes
+    "offset",  # offset of the page's bytes (after the header) inside the chunk's bytes
+    "page_type",  # DATA_PAGE, INDEX_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2
+    "uncompressed_size",
+    "compressed_size",  # bytes stored after the header
+    "crc",  # CRC32 of the stored bytes as an unsigned 32-bit value; -1 = not stored
+    "num_values",  # values (data pages: nulls included) or dictionary entries
+    "encoding",  # the values' Encoding
+    "definition_level_encoding",  # v1 data pages
+    "num_nulls",  # v2 data pages
+    "num_rows",  # v2 data pages
+    "definition_levels_length",  # v2: bytes of definition levels (stored uncompressed)
+    "repetition_levels_length",  # v2: bytes of repetition levels (stored uncompressed)
+    "is_compressed",  # v2: 0 when the values are stored uncompressed; 1 otherwise
 )
 
 # Chunk status (the PH_* codes of the kernel). Only OK versus not OK is exact: where a chunk has

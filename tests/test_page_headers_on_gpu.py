@@ -124,10 +124,6 @@ def engine(request, tmp_path_factory):
     return HostBuild(tmp_path_factory.mktemp("host_build"))
 
 
-def test_field_order_is_the_page_tables():
-    assert gph.PAGE_FIELDS == PAGE_FIELDS
-
-
 # ---- helpers ------------------------------------------------------------------------------
 
 def packed(chunks, rng=None):

@@ -52,6 +52,7 @@ from kernels.parquet_decode import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, ENCO
                                     PLAIN_DICTIONARY, RLE, RLE_DICTIONARY, to_logical)
 from tasks.errors import InputError
 from tasks.parquet.checks import (decoded_ids, decoded_weights, find_signs, unit_ids, unit_weights)
+from kernels import gpu_page_headers
 from kernels.parquet_batch import BatchPages, decode_pages
 from tasks.parquet.decompress import (HOST_CODECS, check_page_crcs, decompress_pages_host, decompress_pages_nvcomp,
                                       nvcomp_usable)
@@ -245,16 +246,53 @@ class PageRead:
             return None
         return table
 
+    def prepare_on_gpu(self, by_group, wanted, stored, staged, fallback, pages) -> None:
+        """``prepare`` for every chunk of the batch at once, on the GPU: page headers parsed by
+        one walk per chunk, CRC32s computed where stored (kernels/gpu_page_headers.py). A chunk
+        the walk refuses is parsed again on the host, which names the fault; a CRC32 that
+        differs raises, and the batch is read again in row order (``batch``)."""
+        device_stored, stored_at = staged
+        headers = gpu_page_headers.page_headers(
+            device_stored, [stored_at[c] for c in wanted], [c.size for c in wanted], [c.num_values for c in wanted])
+        refused = set(headers.refused().tolist())
+        columns = headers.columns
+        first = np.searchsorted(columns["chunk"], np.arange(len(wanted) + 1))
+        for k, chunk in enumerate(wanted):
+            if k in refused:  # the host names it (or takes a header deeper than the walk's bound)
+                table = self.prepare(by_group[chunk.row_group], chunk, stored[chunk], fallback)
+                if table is not None:
+                    pages[chunk] = table
+                continue
+            table = PageTable({name: values[first[k]:first[k + 1]] for name, values in columns.items()})
+            table.columns["chunk"] = np.zeros(len(table), np.int64)
+            reason = header_fallback(table, chunk)
+            if reason:
+                fallback[chunk.row_group, chunk.name] = reason
+            else:
+                pages[chunk] = table
+        checked = [c for c in pages if bool((pages[c].crc >= 0).any())]
+        if checked:
+            at = np.concatenate([stored_at[c] + pages[c].offset[pages[c].crc >= 0] for c in checked])
+            length = np.concatenate([pages[c].compressed_size[pages[c].crc >= 0] for c in checked])
+            want = np.concatenate([pages[c].crc[pages[c].crc >= 0] for c in checked])
+            if (gpu_page_headers.crc32_pages(device_stored, at, length).get().astype(np.int64) != want).any():
+                raise InputError("a page's CRC32 differs")  # named by the reading in row order
+
     def batch_at_once(self, units, wanted, fallback, stored, staged):
         """Every chunk's headers, then one decompression per codec (nvCOMP's where usable) and
         one run of the batched decoding steps for the batch; chunks those steps leave go page by
         page. The units are then checked and stored in row order."""
         by_group = {u.group: u for u in units}
         pages = {}
-        for chunk in wanted:
-            table = self.prepare(by_group[chunk.row_group], chunk, stored[chunk], fallback)
-            if table is not None:
-                pages[chunk] = table
+        if self.nvcomp and wanted:  # the batch's stored bytes go up in one copy; headers and CRC32s there
+            buffer, starts = staged
+            staged = (self.xp.asarray(buffer), starts)
+            self.prepare_on_gpu(by_group, wanted, stored, staged, fallback, pages)
+        else:
+            for chunk in wanted:
+                table = self.prepare(by_group[chunk.row_group], chunk, stored[chunk], fallback)
+                if table is not None:
+                    pages[chunk] = table
         notes = {"host_decompressed": {}, "page_decoded": {}}
         groups = [list(pages)]
         if self.nvcomp:  # nvCOMP takes pages a CRC32 or the Snappy walk vouches for (docstring)
@@ -263,9 +301,6 @@ class PageRead:
             if groups[1]:
                 notes["host_decompressed"][UNVERIFIED] = len(groups[1])
         decoded = {}
-        if self.nvcomp and groups[0]:  # the batch's stored bytes go up in one copy
-            buffer, starts = staged
-            staged = (self.xp.asarray(buffer), starts)
         for group, on_gpu in zip(groups, (self.nvcomp, False)):
             if group:
                 self.decode_group(units[0].file, group, pages, stored, staged if on_gpu else None, decoded, notes)

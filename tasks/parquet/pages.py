@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow.fs
 
+from kernels.gpu_page_headers import PAGE_FIELDS
 from kernels.parquet_decode import (DataPage, PageError, decode_data_page,
                                     decode_dictionary_page)
 from tasks.errors import InputError
@@ -149,24 +150,7 @@ def _check_length(path, chunk, got: int) -> None:
                          f"read {got} of {chunk.size} bytes")
 
 
-# The PageTable's columns, int64 each; -1 where a header lacks the field.
-PAGE_FIELDS = (
-    "chunk",  # index into the plan
-    "header_offset",  # offset of the page header inside the chunk's bytes
-    "offset",  # offset of the page's bytes (after the header) inside the chunk's bytes
-    "page_type",  # DATA_PAGE, INDEX_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2
-    "uncompressed_size",
-    "compressed_size",  # bytes stored after the header
-    "crc",  # CRC32 of the stored bytes as an unsigned 32-bit value; -1 = not stored
-    "num_values",  # values (data pages: nulls included) or dictionary entries
-    "encoding",  # the values' Encoding
-    "definition_level_encoding",  # v1 data pages
-    "num_nulls",  # v2 data pages
-    "num_rows",  # v2 data pages
-    "definition_levels_length",  # v2: bytes of definition levels (stored uncompressed)
-    "repetition_levels_length",  # v2: bytes of repetition levels (stored uncompressed)
-    "is_compressed",  # v2: 0 when the values are stored uncompressed; 1 otherwise
-)
+# The PageTable's columns: kernels.gpu_page_headers.PAGE_FIELDS (what each holds is said there).
 _SLOTS = {name: i for i, name in enumerate(PAGE_FIELDS)}
 
 
@@ -240,11 +224,15 @@ def _skip(buf, pos, ftype):
         if n == 15:
             n, pos = _varint(buf, pos)
         etype = head & 0x0F
+        if n > len(buf) - pos:  # every element takes a byte at least: a damaged count, not a walk of 2**40
+            raise IndexError("a list longer than the bytes left")
         for _ in range(n):
             pos = pos + 1 if etype in (_T_TRUE, _T_FALSE) else _skip(buf, pos, etype)
         return pos
     if ftype == _T_MAP:
         n, pos = _varint(buf, pos)
+        if n > len(buf) - pos:  # as for lists: a damaged count
+            raise IndexError("a map longer than the bytes left")
         if n:
             kv = buf[pos]
             pos += 1
@@ -380,7 +368,7 @@ def parse_page_headers(chunk_bytes, plan, path: str = "") -> PageTable:
             row[slot_header] = pos
             try:
                 pos = _parse_header(buf, pos, row)
-            except (IndexError, ValueError) as exc:
+            except (IndexError, ValueError, OverflowError, RecursionError) as exc:
                 raise InputError(
                     f"{path}: column {chunk.name!r}, row group {chunk.row_group}: page header "
                     f"at chunk byte {row[slot_header]} cannot be parsed ({exc})") from None
