@@ -150,11 +150,10 @@ def hybrid(xp, values, starts, bit_width: int):
     return out, offsets
 
 
-def interleave(xp, streams, by_page: bool | None = None):
+def interleave(xp, streams):
     """Page p of the result: page p of every stream in turn. ``streams``: (bytes, offsets)
-    pairs of the same page count. Returns (bytes, offsets). ``by_page``: copy page by page
-    (NumPy's default) rather than scatter every byte at once (CuPy's)."""
-    by_page = xp is np if by_page is None else by_page
+    pairs of the same page count. Returns (bytes, offsets). NumPy copies page by page, CuPy
+    every page in one launch."""
     sizes = np.stack([np.diff(np.asarray(o, np.int64)) for _, o in streams], axis=1)  # (pages, streams)
     pages = sizes.shape[0]
     placed = np.zeros(sizes.size + 1, np.int64)
@@ -165,17 +164,16 @@ def interleave(xp, streams, by_page: bool | None = None):
         if int(offsets[-1]) == 0:
             continue
         at = placed[np.arange(pages) * sizes.shape[1] + s]  # where page p's part goes
-        if by_page:  # memcpy each
+        if xp is np:  # memcpy each
             for p in np.flatnonzero(sizes[:, s]):
                 out[at[p]:at[p] + sizes[p, s]] = data[offsets[p]:offsets[p + 1]]
             continue
-        # on a GPU one scatter of every byte (a copy per page would be a launch per page): byte
-        # i of page p moves by at[p] - offsets[p], the moves summed up along the bytes
+        # on a GPU one launch copies every page's part (a copy per page would be a launch per page)
+        from kernels import gpu_parquet
+
         filled = sizes[:, s] > 0
-        steps = np.diff((at - offsets[:-1])[filled], prepend=0)
-        move = xp.zeros(int(offsets[-1]), dtype=xp.int64)
-        move[xp.asarray(offsets[:-1][filled])] = xp.asarray(steps)
-        out[xp.arange(int(offsets[-1]), dtype=xp.int64) + xp.cumsum(move)] = data[:int(offsets[-1])]
+        gpu_parquet.copy_segments(xp.ascontiguousarray(data), offsets[:-1][filled], out, at[filled],
+                                  sizes[filled, s])
     return out, placed[::sizes.shape[1]].copy() if sizes.shape[1] else np.zeros(pages + 1, np.int64)
 
 
