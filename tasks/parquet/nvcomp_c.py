@@ -1,5 +1,5 @@
 """nvCOMP's batched C API (libnvcomp.so.6 of the ``nvidia-libnvcomp-cu13`` wheel) called through
-ctypes, for the page reader's decompression.
+ctypes: the page reader's decompression and the page writer's compression.
 
 Why not nvCOMP's Python module: its ``decode`` takes one Python object per page (``as_arrays``
 over lists of CuPy slices), which at 41 k pages costs about a second of host time; the C API
@@ -13,7 +13,11 @@ Written against nvCOMP 6.0's headers (include/nvcomp/{snappy,zstd,lz4,gzip}.h):
 compressed_ptrs, compressed_bytes, uncompressed_buffer_bytes, uncompressed_actual_bytes,
 num_chunks, temp_ptr, temp_bytes, uncompressed_ptrs, opts, statuses, stream)``; each
 algorithm's options struct is 64 bytes, all zero meaning the defaults (backend DEFAULT). It runs
-on the GPU machine only.
+on the GPU machine only. Compression: ``nvcompBatched<A>CompressGetMaxOutputChunkSize(
+max_uncompressed_chunk_bytes, opts, &max_compressed_chunk_bytes)``, ``...CompressGetTempSize``
+(as for decompression) and ``...CompressAsync(uncompressed_ptrs, uncompressed_bytes,
+max_uncompressed_chunk_bytes, num_chunks, temp_ptr, temp_bytes, compressed_ptrs,
+compressed_bytes, opts, statuses, stream)``, 64-byte options, zero for the defaults.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 ALGORITHMS = ("Snappy", "Zstd", "LZ4", "Gzip")
+ENCODERS = ("Snappy", "Zstd", "LZ4")  # nvCOMP has no Gzip encoder
 _lib = None
 _lock = threading.Lock()
 
@@ -53,6 +58,19 @@ def library():
                 run.restype = ctypes.c_int
                 run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
                                 ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, _Options, ctypes.c_void_p,
+                                ctypes.c_void_p]
+            for a in ENCODERS:
+                largest = getattr(lib, f"nvcompBatched{a}CompressGetMaxOutputChunkSize")
+                largest.restype = ctypes.c_int
+                largest.argtypes = [ctypes.c_size_t, _Options, ctypes.POINTER(ctypes.c_size_t)]
+                size = getattr(lib, f"nvcompBatched{a}CompressGetTempSize")
+                size.restype = ctypes.c_int
+                size.argtypes = [ctypes.c_size_t, ctypes.c_size_t, _Options, ctypes.POINTER(ctypes.c_size_t),
+                                 ctypes.c_size_t, ctypes.c_void_p]
+                run = getattr(lib, f"nvcompBatched{a}CompressAsync")
+                run.restype = ctypes.c_int
+                run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p,
+                                ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, _Options, ctypes.c_void_p,
                                 ctypes.c_void_p]
             _lib = lib
     return _lib
@@ -88,3 +106,47 @@ def decompress(algorithm: str, source, src_at, src_bytes, dest, dst_at, dst_byte
     if code != 0:
         raise RuntimeError(f"nvCOMP {algorithm}: decompression could not start (status {code})")
     return statuses.get(), actual.get().astype(np.int64)
+
+
+def compress(algorithm: str, pointers, sizes, alignment: int = 8):
+    """Device buffers (addresses ``pointers``, byte counts ``sizes``; host arrays) compressed in
+    one call on the current stream. Returns (one CuPy uint8 buffer holding the compressed
+    streams back to back, host int64 offsets of each stream in it, plus the end), after the
+    stream is synchronized; raises RuntimeError when nvCOMP refuses one."""
+    import cupy
+
+    from kernels import gpu_parquet
+
+    lib = library()
+    n = len(sizes)
+    stream = cupy.cuda.get_current_stream().ptr
+    options = _Options()
+    largest, total = int(np.max(sizes)), int(np.sum(sizes))
+    bound = ctypes.c_size_t(0)
+    temp_bytes = ctypes.c_size_t(0)
+    for code in (getattr(lib, f"nvcompBatched{algorithm}CompressGetMaxOutputChunkSize")(
+                     largest, options, ctypes.byref(bound)),
+                 getattr(lib, f"nvcompBatched{algorithm}CompressGetTempSize")(
+                     n, largest, options, ctypes.byref(temp_bytes), total, stream)):
+        if code != 0:
+            raise RuntimeError(f"nvCOMP {algorithm}: size query failed (status {code})")
+    slot = -(-bound.value // alignment) * alignment  # each stream's room, aligned as nvCOMP wants
+    room = cupy.empty(max(n * slot, 1), dtype=cupy.uint8)
+    out_at = np.arange(n, dtype=np.int64) * slot
+    out_ptrs = cupy.asarray(out_at.astype(np.uint64) + np.uint64(room.data.ptr))
+    in_ptrs = cupy.asarray(np.asarray(pointers, np.uint64))
+    in_bytes = cupy.asarray(np.asarray(sizes, np.uint64))
+    out_bytes = cupy.zeros(n, dtype=cupy.uint64)
+    statuses = cupy.zeros(n, dtype=cupy.int32)
+    temp = cupy.empty(max(temp_bytes.value, 1), dtype=cupy.uint8)
+    code = getattr(lib, f"nvcompBatched{algorithm}CompressAsync")(
+        in_ptrs.data.ptr, in_bytes.data.ptr, largest, n, temp.data.ptr, temp_bytes.value, out_ptrs.data.ptr,
+        out_bytes.data.ptr, options, statuses.data.ptr, stream)
+    if code != 0 or bool((statuses != 0).any()):
+        raise RuntimeError(f"nvCOMP {algorithm}: compression failed (status {code})")
+    lengths = out_bytes.get().astype(np.int64)
+    starts = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    packed = cupy.empty(max(int(starts[-1]), 1), dtype=cupy.uint8)
+    gpu_parquet.copy_segments(room, out_at, packed, starts[:-1], lengths)
+    return packed, starts

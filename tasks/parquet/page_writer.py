@@ -15,15 +15,17 @@ the same table (tasks.parquet.write). What it writes:
 - values PLAIN, or for the columns ``dictionary`` names a dictionary page (PLAIN values) and
   RLE_DICTIONARY pages; a chunk whose dictionary would pass 1 MiB (pyarrow's dictionary page
   limit) is written PLAIN instead (pyarrow would switch to PLAIN within the chunk);
-- a CRC32 in every page header (of the page's bytes as stored), computed on the host;
+- a CRC32 in every page header (of the page's bytes as stored), computed where the pages were
+  compressed;
 - column statistics (min, max, null count) and level histograms per chunk, the schema, the
   key-value metadata (the schema's, and ``ARROW:schema`` as pyarrow stores it, so pyarrow reads
   the same types back) and the column orders, encoded by tasks.parquet.thrift.
 
 Encoding happens on the arrays' backend (kernels/parquet_encode.py); compression with nvCOMP's
-batched encoder where the arrays are on a GPU, nvCOMP is usable and has an encoder for the
-codec (Snappy, Zstd, LZ4_RAW), else with pyarrow's codecs on the host's cores. Pages come to
-the host once compressed, for their CRCs and the file.
+batched encoder (its C API, one call for the file) where the arrays are on a GPU, nvCOMP is
+usable and has an encoder for the codec (Snappy, Zstd, LZ4_RAW), with the CRC32s on the GPU
+too; else with pyarrow's codecs and zlib on the host's cores. Pages come to the host once
+compressed, in one copy, for the file.
 """
 from __future__ import annotations
 
@@ -187,12 +189,13 @@ def _encode_chunk(xp, columns: ResultColumns, c: int, start: int, stop: int, dic
 
 
 def _compress(xp, pages: list, compression: str, threads: int) -> None:
-    """Each page's stored bytes (compressed per ``compression``) on the host, and their CRC32
-    (zlib's, on up to ``threads`` cores: it releases the GIL)."""
+    """Each page's stored bytes (compressed per ``compression``) on the host, and their CRC32:
+    with nvCOMP both on the GPU; otherwise pyarrow's codecs and zlib's CRC32 on up to
+    ``threads`` cores (both release the GIL)."""
     if compressor(xp, compression) == "nvCOMP":
         _compress_nvcomp(pages, compression)
-    else:
-        _compress_host(xp, pages, compression, threads)
+        return
+    _compress_host(xp, pages, compression, threads)
 
     def crc(page: _Page) -> None:
         page.crc = zlib.crc32(page.stored)
@@ -217,28 +220,31 @@ def _compress_host(xp, pages: list, compression: str, threads: int) -> None:
 
 
 def _compress_nvcomp(pages: list, compression: str) -> None:
-    """nvCOMP's batched encoder over every page of the file, then one copy to the host.
-    Written against nvidia-nvcomp-cu13 6.0 (Codec(algorithm=..., bitstream_kind=RAW),
-    as_arrays, encode); it runs on the GPU machine only."""
+    """Every page of the file compressed by one call of nvCOMP's batched encoder (its C API,
+    tasks.parquet.nvcomp_c, given the pages' device addresses), the streams packed back to back
+    on the GPU, their CRC32s computed there, then one copy of the streams to pinned host memory."""
     import cupy
-    from nvidia import nvcomp
 
+    from kernels import gpu_page_headers
+    from tasks.parquet import nvcomp_c
+
+    for page in pages:
+        page.stored, page.crc = b"", 0  # an empty page (CRC32 of no bytes: 0)
     todo = [p for p in pages if p.body.shape[0]]
     if not todo:
         return
-    codec = nvcomp.Codec(algorithm=NVCOMP_ENCODERS[compression], bitstream_kind=nvcomp.BitstreamKind.RAW)
+    bodies = [cupy.ascontiguousarray(p.body) for p in todo]
     try:
-        encoded = codec.encode(nvcomp.as_arrays([cupy.ascontiguousarray(p.body) for p in todo]))
-    except Exception as exc:
-        raise OSError(f"nvCOMP {NVCOMP_ENCODERS[compression]} encode failed ({exc}); "
-                      f"--writer host writes without it") from None
-    parts = [cupy.asarray(e).view(cupy.uint8).reshape(-1) for e in encoded]
-    sizes = np.array([int(p.shape[0]) for p in parts], np.int64)
-    host = cupy.concatenate(parts).get().tobytes()
-    at = 0
-    for page, size in zip(todo, sizes):
-        page.stored = host[at:at + int(size)]
-        at += int(size)
+        packed, starts = nvcomp_c.compress(NVCOMP_ENCODERS[compression], [b.data.ptr for b in bodies],
+                                           [int(b.shape[0]) for b in bodies])
+    except RuntimeError as exc:
+        raise OSError(f"{exc}; --writer host writes without it") from None
+    crcs = gpu_page_headers.crc32_pages(packed, starts[:-1], np.diff(starts)).get()
+    host = np.frombuffer(cupy.cuda.alloc_pinned_memory(max(int(starts[-1]), 1)), np.uint8, max(int(starts[-1]), 1))
+    packed[:int(starts[-1])].get(out=host[:int(starts[-1])])
+    view = memoryview(host)
+    for page, a, b, crc in zip(todo, starts[:-1].tolist(), starts[1:].tolist(), crcs.tolist()):
+        page.stored, page.crc = view[a:b], crc
 
 
 def _host(array) -> np.ndarray:
