@@ -1,0 +1,63 @@
+"""Whether nvCOMP's decoders survive damaged streams (GPU with nvCOMP only):
+`python -m benchmarks.nvcomp_damage`.
+
+For each codec (Zstd, LZ4, Gzip, Snappy) and each damage (256 zeroed bytes, 20 flipped bytes,
+the stream cut in half) a fresh process compresses 1 MiB of int64 values with pyarrow's codec,
+damages the stream, decodes it with nvCOMP into a buffer of the original size, then runs one
+CuPy operation: the line says whether nvCOMP returned, raised, or ended the CUDA context (a
+device-side trap kills the process or leaves every later CUDA call failing). The page reader
+sends nvCOMP only streams a CRC32 or the Snappy walk vouches for because of what this shows."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+CODECS = {"Zstd": "zstd", "LZ4": "lz4_raw", "Gzip": "gzip", "Snappy": "snappy"}
+DAMAGES = ("zeros", "flips", "truncate")
+
+
+def one(codec: str, damage: str) -> str:
+    import cupy
+    import numpy as np
+    import pyarrow as pa
+    from nvidia import nvcomp
+
+    rng = np.random.default_rng(1)
+    raw = rng.integers(0, 5000, 1 << 17).astype(np.int64).tobytes()
+    stream = bytearray(pa.Codec(CODECS[codec]).compress(raw, asbytes=True))
+    if damage == "zeros":
+        at = len(stream) // 3
+        stream[at:at + 256] = bytes(256)
+    elif damage == "flips":
+        for at in rng.integers(0, len(stream), 20):
+            stream[at] ^= 0x5A
+    else:
+        del stream[len(stream) // 2:]
+    out = cupy.zeros(len(raw), cupy.uint8)
+    try:
+        nvcomp.Codec(algorithm=codec, bitstream_kind=nvcomp.BitstreamKind.RAW).decode(
+            nvcomp.as_arrays([cupy.asarray(np.frombuffer(bytes(stream), np.uint8))]), out=nvcomp.as_arrays([out]))
+        cupy.cuda.Device().synchronize()
+        outcome = "returned " + ("the original bytes" if bytes(out.get()) == raw else "other bytes")
+    except Exception as exc:  # noqa: BLE001 (what nvCOMP raises is the finding)
+        outcome = f"raised {type(exc).__name__}"
+    try:
+        state = "context alive" if int(cupy.arange(10).sum()) == 45 else "context wrong"
+    except Exception as exc:  # noqa: BLE001
+        state = f"CONTEXT DEAD ({type(exc).__name__})"
+    return f"{outcome}; {state}"
+
+
+def main() -> int:
+    for codec in CODECS:
+        for damage in DAMAGES:
+            result = subprocess.run([sys.executable, "-c", "import sys; from benchmarks.nvcomp_damage import one; "
+                                     "print(one(*sys.argv[1:]))", codec, damage],
+                                    capture_output=True, text=True, timeout=120)
+            lines = (result.stdout + result.stderr).strip().splitlines()
+            print(f"{codec:7s} {damage:9s} {lines[-1] if result.returncode == 0 and lines else 'process died: ' + (lines[-1] if lines else str(result.returncode))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

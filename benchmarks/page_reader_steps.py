@@ -1,0 +1,108 @@
+"""Each step of the GPU page reader timed alone on one file (GPU with nvCOMP only):
+`python -m benchmarks.page_reader_steps PATH --json OUT`.
+
+The whole file's id and weight chunks are read into pinned memory and uploaded once, then each
+step runs over all of them with CUDA events around it (best of 3): page headers, CRC32s of
+every page, the Snappy walk, nvCOMP's decompression, and the batched decoding steps. The record
+gives seconds per step and GB/s of the bytes each step reads, beside the page reader's and
+pyarrow's whole read of the same file, so the step that holds the reader back is named."""
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import time
+
+import numpy as np
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from benchmarks.harness import append_records, machine
+from benchmarks.orchestration import code_version
+
+
+def timed(run, repeats: int = 3) -> float:
+    """Best of ``repeats`` device times of ``run()`` (CUDA events on the current stream)."""
+    import cupy
+
+    best = float("inf")
+    for _ in range(repeats):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        best = min(best, cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+    return best
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("path")
+    p.add_argument("--columns", default="src,dst,weight")
+    p.add_argument("--json", required=True)
+    args = p.parse_args(argv)
+    import cupy
+
+    from kernels import gpu_page_headers, gpu_parquet
+    from kernels.parquet_batch import BatchPages, decode_pages
+    from tasks.parquet import nvcomp_c
+    from tasks.parquet.pages import PHYSICAL_DTYPES, PageTable, plan_column_chunks, read_chunks_into
+    from tasks.parquet.read import read_edges
+
+    columns = args.columns.split(",")
+    plan = plan_column_chunks(pq.ParquetFile(args.path).metadata, columns, args.path)
+    sizes = np.array([c.size for c in plan], np.int64)
+    starts = np.cumsum(sizes) - sizes
+    pinned = np.frombuffer(cupy.cuda.alloc_pinned_memory(int(sizes.sum())), np.uint8, int(sizes.sum()))
+    steps = {}
+    started = time.perf_counter()
+    read_chunks_into(pafs.LocalFileSystem(), args.path, plan, pinned, starts)
+    steps["read (preads into pinned memory)"] = time.perf_counter() - started
+    stored = cupy.empty(pinned.size, dtype=cupy.uint8)
+    steps["upload"] = timed(lambda: stored.set(pinned))
+    num_values = [c.num_values for c in plan]
+    steps["page headers"] = timed(lambda: gpu_page_headers.page_headers(stored, starts, sizes, num_values))
+    headers = gpu_page_headers.page_headers(stored, starts, sizes, num_values)
+    pages = PageTable(dict(headers.columns))
+    page_in = starts[pages.chunk] + pages.offset
+    steps["CRC32 of every page"] = timed(lambda: gpu_page_headers.crc32_pages(stored, page_in, pages.compressed_size))
+    codecs = {c.codec for c in plan}
+    record_codec = ",".join(sorted(codecs))
+    body = cupy.empty(int(pages.uncompressed_size.sum()), dtype=cupy.uint8)
+    out_at = np.cumsum(pages.uncompressed_size) - pages.uncompressed_size
+    if codecs == {"SNAPPY"}:
+        steps["Snappy walk"] = timed(lambda: gpu_parquet.snappy_check(stored, page_in, pages.compressed_size,
+                                                                      pages.uncompressed_size))
+        steps["nvCOMP Snappy decompression"] = timed(lambda: nvcomp_c.decompress(
+            "Snappy", stored, page_in, pages.compressed_size, body, out_at, pages.uncompressed_size))
+    itemsize = np.array([np.dtype(PHYSICAL_DTYPES[c.physical_type]).itemsize for c in plan], np.int64)
+    batch = BatchPages(body=body if codecs != {"UNCOMPRESSED"} else stored, chunk=pages.chunk,
+                       page_type=pages.page_type, body_start=out_at if codecs != {"UNCOMPRESSED"} else page_in,
+                       body_size=pages.uncompressed_size, num_values=pages.num_values, encoding=pages.encoding,
+                       definition_level_encoding=pages.definition_level_encoding,
+                       definition_levels_length=pages.definition_levels_length,
+                       repetition_levels_length=pages.repetition_levels_length, itemsize=itemsize,
+                       max_definition_level=np.array([c.max_definition_level for c in plan], np.int64))
+    if codecs <= {"SNAPPY", "UNCOMPRESSED"}:
+        steps["batched decoding"] = timed(lambda: decode_pages(cupy, batch))
+    for reader in ("gpu", "host"):
+        read_edges(args.path, xp=cupy, reader=reader)
+        cupy.cuda.Device().synchronize()
+        started = time.perf_counter()
+        read_edges(args.path, xp=cupy, reader=reader)
+        cupy.cuda.Device().synchronize()
+        steps[f"whole read, {reader} reader"] = time.perf_counter() - started
+    record = {"algo": "page-reader-steps", "file": args.path, "codec": record_codec, "pages": len(pages),
+              "stored_bytes": int(sizes.sum()), "uncompressed_bytes": int(pages.uncompressed_size.sum()),
+              "seconds": {k: round(v, 4) for k, v in steps.items()},
+              "machine": machine("cupy"), "date": datetime.date.today().isoformat(),
+              "command": "python -m benchmarks.page_reader_steps " + " ".join(sys.argv[1:] if argv is None else argv), "code": code_version()}
+    for k, v in record["seconds"].items():
+        print(f"{k:40s} {v:8.4f} s")
+    append_records(args.json, [record])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
