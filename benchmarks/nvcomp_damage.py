@@ -4,8 +4,8 @@
 For each codec (Zstd, LZ4, Gzip, Snappy) and each damage (256 zeroed bytes, 20 flipped bytes,
 the stream cut in half) a fresh process compresses 1 MiB of int64 values with pyarrow's codec,
 damages the stream, decodes it with nvCOMP into a buffer of the original size, then runs one
-CuPy operation: the line says whether nvCOMP returned, raised, or ended the CUDA context (a
-device-side trap kills the process or leaves every later CUDA call failing). The page reader
+CuPy operation: the line says whether nvCOMP returned, raised, hung, or ended the CUDA context
+(a device-side trap kills the process or leaves every later CUDA call failing). The page reader
 sends nvCOMP only streams a CRC32 or the Snappy walk vouches for because of what this shows."""
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import sys
 
 CODECS = {"Zstd": "zstd", "LZ4": "lz4_raw", "Gzip": "gzip", "Snappy": "snappy"}
 DAMAGES = ("zeros", "flips", "truncate")
+WAIT = 30  # seconds a case may take before it counts as hung
 
 
 def one(codec: str, damage: str) -> str:
@@ -51,11 +52,16 @@ def one(codec: str, damage: str) -> str:
 def main() -> int:
     for codec in CODECS:
         for damage in DAMAGES:
-            result = subprocess.run([sys.executable, "-c", "import sys; from benchmarks.nvcomp_damage import one; "
-                                     "print(one(*sys.argv[1:]))", codec, damage],
-                                    capture_output=True, text=True, timeout=120)
+            try:
+                result = subprocess.run([sys.executable, "-c", "import sys; from benchmarks.nvcomp_damage import one; "
+                                         "print(one(*sys.argv[1:]))", codec, damage],
+                                        capture_output=True, text=True, timeout=WAIT)
+            except subprocess.TimeoutExpired:
+                print(f"{codec:7s} {damage:9s} no answer within {WAIT} s (the decode hangs)")
+                continue
             lines = (result.stdout + result.stderr).strip().splitlines()
-            print(f"{codec:7s} {damage:9s} {lines[-1] if result.returncode == 0 and lines else 'process died: ' + (lines[-1] if lines else str(result.returncode))}")
+            last = lines[-1] if lines else f"exit status {result.returncode}"
+            print(f"{codec:7s} {damage:9s} {last if result.returncode == 0 else 'process died: ' + last}")
     return 0
 
 
