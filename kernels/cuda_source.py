@@ -1,9 +1,11 @@
 """The CUDA source of the GPU backend as one module, and the template kernels it instantiates.
 
 kernels/cuda/common.cuh, graph.cu, bfs.cu, bfs_partitioned.cu, msf.cu, parquet_headers.cu and
-parquet_values.cu are compiled together, in that order, as one module (one NVRTC compile, cached
-by CuPy under ~/.cupy/kernel_cache); a file may use what the files before it define. Template kernels are named with their arguments
-("msf_min_key<double,int>"): CuPy's name expressions instantiate them under NVRTC; for nvcc,
+parquet_values.cu are compiled together, in that order, as one module; a file may use what the
+files before it define. ``make kernels`` builds it ahead of time with nvcc (kernels/build_module.py,
+``for_nvcc``); at run time kernels/gpu.py loads that build, or compiles ``source()`` with NVRTC
+where the build does not match the sources or the device. Template kernels are named with their
+arguments ("msf_min_key<double,int>"): CuPy's name expressions instantiate them under NVRTC;
 ``for_nvcc`` appends references that instantiate the same list. No CuPy import here, so the
 compile test runs without a GPU.
 """
