@@ -45,9 +45,9 @@ def main(argv=None) -> int:
     import cupy
 
     from kernels import gpu_page_headers, gpu_parquet
-    from kernels.parquet_batch import BatchPages, decode_pages
+    from kernels.parquet_batch import decode_pages
     from tasks.parquet import nvcomp_c
-    from tasks.parquet.pages import PHYSICAL_DTYPES, PageTable, plan_column_chunks, read_chunks_into
+    from tasks.parquet.pages import PageTable, batch_pages, plan_column_chunks, read_chunks_into
     from tasks.parquet.read import read_edges
 
     columns = args.columns.split(",")
@@ -76,14 +76,9 @@ def main(argv=None) -> int:
                                                                       pages.uncompressed_size))
         steps["nvCOMP Snappy decompression"] = timed(lambda: nvcomp_c.decompress(
             "Snappy", stored, page_in, pages.compressed_size, body, out_at, pages.uncompressed_size))
-    itemsize = np.array([np.dtype(PHYSICAL_DTYPES[c.physical_type]).itemsize for c in plan], np.int64)
-    batch = BatchPages(body=body if codecs != {"UNCOMPRESSED"} else stored, chunk=pages.chunk,
-                       page_type=pages.page_type, body_start=out_at if codecs != {"UNCOMPRESSED"} else page_in,
-                       body_size=pages.uncompressed_size, num_values=pages.num_values, encoding=pages.encoding,
-                       definition_level_encoding=pages.definition_level_encoding,
-                       definition_levels_length=pages.definition_levels_length,
-                       repetition_levels_length=pages.repetition_levels_length, itemsize=itemsize,
-                       max_definition_level=np.array([c.max_definition_level for c in plan], np.int64))
+    # an uncompressed file's pages are decoded where they lie
+    batch = batch_pages(stored, page_in, pages, plan) if codecs == {"UNCOMPRESSED"} else \
+        batch_pages(body, out_at, pages, plan)
     if codecs <= {"SNAPPY", "UNCOMPRESSED"}:
         steps["batched decoding"] = timed(lambda: decode_pages(cupy, batch))
     for reader in ("gpu", "host"):

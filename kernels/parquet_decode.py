@@ -115,8 +115,10 @@ def decode_hybrid(xp, data, bit_width: int, count: int):
         raise PageError(f"bit width {bit_width} outside 0..64")
     host = _host(data)
     value_bytes = (bit_width + 7) // 8
+    # per run: the values this call keeps (the stream's last run may say more than ``count``: a
+    # damaged length of 2**32 must not size an array)
     rle_values, rle_lengths, kinds, lengths = [], [], [], []
-    packed_starts, packed_groups = [], []
+    packed_starts, packed_counts = [], []
     pos = 0
     have = 0
     while have < count:  # one iteration per run (see the module docstring)
@@ -126,41 +128,42 @@ def decode_hybrid(xp, data, bit_width: int, count: int):
             nbytes = groups * bit_width
             if groups == 0 or pos + nbytes > host.shape[0]:
                 raise PageError(f"a bit-packed run of {groups * 8} values runs past the page's end")
+            take = min(groups * 8, count - have)
             packed_starts.append(pos)
-            packed_groups.append(groups)
+            packed_counts.append(take)
             kinds.append(1)
-            lengths.append(groups * 8)
+            lengths.append(take)
             pos += nbytes
             have += groups * 8
         else:
             run = header >> 1
             if run == 0 or pos + value_bytes > host.shape[0]:
                 raise PageError("an RLE run is empty or runs past the page's end")
+            take = min(run, count - have)
             rle_values.append(int.from_bytes(host[pos:pos + value_bytes].tobytes(), "little"))
-            rle_lengths.append(run)
+            rle_lengths.append(take)
             kinds.append(0)
-            lengths.append(run)
+            lengths.append(take)
             pos += value_bytes
             have += run
-    total = have
-    out = xp.zeros(total, dtype=xp.uint64)
+    out = xp.zeros(count, dtype=xp.uint64)
     if not kinds:
-        return out[:count], pos
+        return out, pos
     is_packed = xp.repeat(xp.asarray(kinds, dtype=xp.bool_), xp.asarray(lengths, dtype=xp.int64))
     if rle_values:
         out[~is_packed] = xp.repeat(xp.asarray(rle_values, dtype=xp.uint64),
                                     xp.asarray(rle_lengths, dtype=xp.int64))
     if packed_starts and bit_width:
-        groups = np.asarray(packed_groups, dtype=np.int64)
-        # bit offset of every packed value: its run's start plus its place in the run
-        run_of_value = np.repeat(np.arange(groups.size), groups * 8)
-        first_value = np.concatenate([[0], np.cumsum(groups * 8)[:-1]])
+        counts = np.asarray(packed_counts, dtype=np.int64)
+        # bit offset of every packed value kept: its run's start plus its place in the run
+        run_of_value = np.repeat(np.arange(counts.size), counts)
+        first_value = np.concatenate([[0], np.cumsum(counts)[:-1]])
         within = np.arange(run_of_value.size) - first_value[run_of_value]
         starts = np.asarray(packed_starts, dtype=np.int64) * 8
         offsets = xp.asarray(starts[run_of_value] + within * bit_width)
         widths = xp.full(offsets.shape, bit_width, dtype=xp.uint64)
         out[is_packed] = unpack_bits(xp, xp.asarray(data), offsets, widths)
-    return out[:count], pos
+    return out, pos
 
 
 def decode_plain(xp, data, dtype, count: int):

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernels.parquet_batch import BatchPages, HostSteps, decode_pages, snappy_fault
+from kernels.parquet_batch import HostSteps, decode_pages, snappy_fault
 from kernels.parquet_decode import PageError
 from tasks.errors import InputError
 from tasks.parquet.decompress import decompress_pages_host
-from tasks.parquet.pages import (PHYSICAL_DTYPES, PageTable, decode_chunks, parse_page_headers, plan_column_chunks,
+from tasks.parquet.pages import (batch_pages, decode_chunks, parse_page_headers, plan_column_chunks,
                                  read_chunk_bytes)
 from tests.conftest import host
 
@@ -35,24 +35,14 @@ def batch_of(path, xp, columns=("x",)):
     bodies = decompress_pages_host(stored, plan, pages, str(path))
     sizes = np.array([b.size for b in bodies], np.int64)
     body = np.concatenate(bodies) if bodies else np.zeros(0, np.uint8)
-    batch = BatchPages(
-        body=xp.asarray(body), chunk=pages.chunk, page_type=pages.page_type, body_start=np.cumsum(sizes) - sizes,
-        body_size=pages.uncompressed_size, num_values=pages.num_values, encoding=pages.encoding,
-        definition_level_encoding=pages.definition_level_encoding,
-        definition_levels_length=pages.definition_levels_length,
-        repetition_levels_length=pages.repetition_levels_length,
-        itemsize=np.array([np.dtype(PHYSICAL_DTYPES[c.physical_type]).itemsize for c in plan], np.int64),
-        max_definition_level=np.array([c.max_definition_level for c in plan], np.int64))
+    batch = batch_pages(xp.asarray(body), np.cumsum(sizes) - sizes, pages, plan)
     return plan, pages, bodies, batch
 
 
 def reference(xp, plan, pages, bodies, c):
     """The page-by-page decoder's (values, valid) of chunk c, or the PageError/InputError it raises."""
-    mine = np.flatnonzero(pages.chunk == c)
-    table = PageTable({k: v[mine] for k, v in pages.columns.items()})
-    table.columns["chunk"] = np.zeros(mine.size, np.int64)
     try:
-        return decode_chunks(xp, [plan[c]], table, [xp.asarray(bodies[i]) for i in mine])[0]
+        return decode_chunks(xp, [plan[c]], pages.pages_of(c), [xp.asarray(bodies[i]) for i in pages.of_chunk(c)])[0]
     except (InputError, PageError) as exc:
         return exc
 

@@ -465,6 +465,17 @@ def random_page(rng, values: int, size: int) -> bytes:
     return out + thrift_field(rng, 3, 0, 0, 5, zigzag(size)) + b"\x00" + rng.bytes(size)
 
 
+def with_bytes_replaced(rng, chunks, per_chunk: int) -> list[bytes]:
+    """Each chunk with ``per_chunk`` bytes at random places set to random values."""
+    damaged_chunks = []
+    for data in chunks:
+        damaged = bytearray(data)
+        for at in rng.integers(0, len(data), size=per_chunk):
+            damaged[at] = int(rng.integers(256))
+        damaged_chunks.append(bytes(damaged))
+    return damaged_chunks
+
+
 def test_random_headers(engine):
     """Chunks of random pages, read alike; then with bytes replaced at random."""
     rng = np.random.default_rng(13)
@@ -475,13 +486,7 @@ def test_random_headers(engine):
         counts.append(int(values.sum()))
     status = assert_agrees_chunk_by_chunk(engine, chunks, counts)
     assert (status == gph.OK).all()
-    damaged_chunks = []
-    for data in chunks:
-        damaged = bytearray(data)
-        for at in rng.integers(0, len(data), size=2):
-            damaged[at] = int(rng.integers(256))
-        damaged_chunks.append(bytes(damaged))
-    assert_agrees_chunk_by_chunk(engine, damaged_chunks, counts)
+    assert_agrees_chunk_by_chunk(engine, with_bytes_replaced(rng, chunks, 2), counts)
 
 
 def test_unknown_fields_of_every_type_are_skipped(engine, small_chunks):
@@ -494,13 +499,7 @@ def test_unknown_fields_of_every_type_are_skipped(engine, small_chunks):
     status = assert_agrees_chunk_by_chunk(engine, chunks, counts)
     assert (status == gph.OK).all()
     # and damaged: bytes of those fields replaced at random
-    damaged_chunks = []
-    for data in chunks:
-        damaged = bytearray(data)
-        for at in rng.integers(0, len(data), size=3):
-            damaged[at] = int(rng.integers(256))
-        damaged_chunks.append(bytes(damaged))
-    assert_agrees_chunk_by_chunk(engine, damaged_chunks, counts)
+    assert_agrees_chunk_by_chunk(engine, with_bytes_replaced(rng, chunks, 3), counts)
 
 
 def one_page(fields: bytes, size: int = 0, nested: bytes = b"") -> bytes:

@@ -334,3 +334,23 @@ def test_hybrid_runs_of_every_width(xp):
 def test_short_hybrid_stream_is_refused(xp):
     with pytest.raises(pd.PageError, match="bit-packed run"):
         pd.decode_hybrid(xp, xp.asarray(np.array([(2 << 1) | 1, 0xFF], np.uint8)), 3, 16)
+
+
+def uleb128(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
+@pytest.mark.parametrize("stream, width, expected", [
+    (uleb128(2**33 << 1) + b"\x01", 1, [1] * 10),  # an RLE run of 2**33 copies
+    (uleb128((2**30 << 1) | 1), 0, [0] * 10),  # a bit-packed run of 2**33 values of width 0
+])
+def test_a_run_longer_than_the_page_asks_is_not_allocated(xp, stream, width, expected):
+    """A damaged run length far past the values a page holds yields the values asked for; it
+    does not size an array (2**33 values would take 64 GiB)."""
+    values, _ = pd.decode_hybrid(xp, xp.asarray(np.frombuffer(stream, np.uint8)), width, 10)
+    assert host(values).tolist() == expected

@@ -170,13 +170,13 @@ def decompress_pages_host(chunk_bytes, plan, pages, path: str = "", select=None)
 
 
 def nvcomp_usable() -> bool:
-    """True where nvCOMP's Python module and C library load, CuPy imports and a GPU is visible."""
+    """True where nvCOMP's C library loads (both page paths call it, tasks.parquet.nvcomp_c),
+    CuPy imports and a GPU is visible."""
     try:
         import cupy
-        from nvidia import nvcomp  # noqa: F401  (the page writer's encoders)
 
         from tasks.parquet import nvcomp_c
-        nvcomp_c.library()  # the page reader's decoders
+        nvcomp_c.library()
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:  # ImportError, or CUDA present without a usable device
         return False

@@ -39,6 +39,18 @@ class _Options(ctypes.Structure):
     _fields_ = [("backend", ctypes.c_int), ("reserved", ctypes.c_char * 60)]
 
 
+_P, _N = ctypes.c_void_p, ctypes.c_size_t
+_SIZE_QUERY = [_N, _N, _Options, ctypes.POINTER(_N), _N, _P]  # chunks, largest, options, &bytes, total, stream
+# function name (algorithm in braces) -> (algorithms, argument types), as the headers declare them
+_SIGNATURES = {
+    "nvcompBatched{}DecompressGetTempSize": (ALGORITHMS, _SIZE_QUERY),
+    "nvcompBatched{}DecompressAsync": (ALGORITHMS, [_P, _P, _P, _P, _N, _P, _N, _P, _Options, _P, _P]),
+    "nvcompBatched{}CompressGetMaxOutputChunkSize": (ENCODERS, [_N, _Options, ctypes.POINTER(_N)]),
+    "nvcompBatched{}CompressGetTempSize": (ENCODERS, _SIZE_QUERY),
+    "nvcompBatched{}CompressAsync": (ENCODERS, [_P, _P, _N, _N, _P, _N, _P, _P, _Options, _P, _P]),
+}
+
+
 def library():
     """libnvcomp.so.6 from the wheel beside nvCOMP's Python module, loaded once."""
     global _lib
@@ -49,29 +61,10 @@ def library():
             folders = [Path(p) / "lib64" for p in libnvcomp.__path__]
             path = next(str(f / "libnvcomp.so.6") for f in folders if (f / "libnvcomp.so.6").exists())
             lib = ctypes.CDLL(path)
-            for a in ALGORITHMS:
-                size = getattr(lib, f"nvcompBatched{a}DecompressGetTempSize")
-                size.restype = ctypes.c_int
-                size.argtypes = [ctypes.c_size_t, ctypes.c_size_t, _Options, ctypes.POINTER(ctypes.c_size_t),
-                                 ctypes.c_size_t, ctypes.c_void_p]
-                run = getattr(lib, f"nvcompBatched{a}DecompressAsync")
-                run.restype = ctypes.c_int
-                run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
-                                ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, _Options, ctypes.c_void_p,
-                                ctypes.c_void_p]
-            for a in ENCODERS:
-                largest = getattr(lib, f"nvcompBatched{a}CompressGetMaxOutputChunkSize")
-                largest.restype = ctypes.c_int
-                largest.argtypes = [ctypes.c_size_t, _Options, ctypes.POINTER(ctypes.c_size_t)]
-                size = getattr(lib, f"nvcompBatched{a}CompressGetTempSize")
-                size.restype = ctypes.c_int
-                size.argtypes = [ctypes.c_size_t, ctypes.c_size_t, _Options, ctypes.POINTER(ctypes.c_size_t),
-                                 ctypes.c_size_t, ctypes.c_void_p]
-                run = getattr(lib, f"nvcompBatched{a}CompressAsync")
-                run.restype = ctypes.c_int
-                run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p,
-                                ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, _Options, ctypes.c_void_p,
-                                ctypes.c_void_p]
+            for name, (algorithms, argtypes) in _SIGNATURES.items():
+                for a in algorithms:
+                    function = getattr(lib, name.format(a))
+                    function.restype, function.argtypes = ctypes.c_int, argtypes
             _lib = lib
     return _lib
 

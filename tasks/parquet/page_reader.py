@@ -53,13 +53,13 @@ from kernels.parquet_decode import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, ENCO
 from tasks.errors import InputError
 from tasks.parquet.checks import (decoded_ids, decoded_weights, find_signs, unit_ids, unit_weights)
 from kernels import gpu_page_headers
-from kernels.parquet_batch import BatchPages, decode_pages
+from kernels.parquet_batch import decode_pages
 from tasks.parquet.decompress import (HOST_CODECS, check_page_crcs, decompress_pages_host, decompress_pages_nvcomp,
                                       nvcomp_usable)
 from tasks.parquet.host_reader import Rows, count_chunks, new_report, read_row_group, run_in_order
 from tasks.parquet.pages import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, PHYSICAL_DTYPES, ColumnChunk, PageTable,
-                                 decode_chunks, parse_page_headers, plan_column_chunks, read_chunk_bytes,
-                                 read_chunks_into)
+                                 batch_pages, decode_chunks, parse_page_headers, plan_column_chunks,
+                                 read_chunk_bytes, read_chunks_into)
 from tasks.parquet.plan import InputPlan, ReadUnit, check_unchanged, value_type
 
 UNVERIFIED = "chunks without CRC32s in a codec nvCOMP may trap on"
@@ -263,8 +263,7 @@ class PageRead:
                 if table is not None:
                     pages[chunk] = table
                 continue
-            table = PageTable({name: values[first[k]:first[k + 1]] for name, values in columns.items()})
-            table.columns["chunk"] = np.zeros(len(table), np.int64)
+            table = PageTable.merge([PageTable({name: v[first[k]:first[k + 1]] for name, v in columns.items()})])
             reason = header_fallback(table, chunk)
             if reason:
                 fallback[chunk.row_group, chunk.name] = reason
@@ -304,16 +303,7 @@ class PageRead:
         for group, on_gpu in zip(groups, (self.nvcomp, False)):
             if group:
                 self.decode_group(units[0].file, group, pages, stored, staged if on_gpu else None, decoded, notes)
-        counts, per_unit = [], []
-        for u in units:
-            columns = {}
-            for c in self.plan.footers.columns:
-                if (u.group, c) in fallback:
-                    counts.append((c, "host", fallback[u.group, c]))
-                    continue
-                columns[c] = decoded[self.layouts[u.file].chunks[u.group, c]]
-                counts.append((c, "gpu", None))
-            per_unit.append(self.check_and_store(u, columns, [c for g, c in fallback if g == u.group]))
+        per_unit, counts = self.store_units(units, fallback, lambda unit, chunk: decoded[chunk])
         return per_unit, counts, notes
 
     def decode_group(self, file, chunks, pages, stored, on_gpu, decoded: dict, notes: dict) -> None:
@@ -322,9 +312,7 @@ class PageRead:
         and decoded by the batched steps, or page by page where those leave a chunk;
         decoded[chunk] = (values in the logical type, valid or None)."""
         xp, path, types = self.xp, str(file), self.layouts[file].types
-        tables = [pages[c] for c in chunks]
-        merged = PageTable({k: np.concatenate([t.columns[k] for t in tables]) for k in tables[0].columns})
-        merged.columns["chunk"] = np.repeat(np.arange(len(chunks)), [len(t) for t in tables])
+        merged = PageTable.merge([pages[c] for c in chunks])
         data = [stored[c] for c in chunks]
         if on_gpu:
             device_stored, stored_at = on_gpu
@@ -337,47 +325,46 @@ class PageRead:
             sizes = np.array([p.size for p in parts], np.int64)
             starts = np.cumsum(sizes) - sizes
             body = xp.asarray(np.concatenate(parts)) if parts else xp.zeros(0, xp.uint8)
-        batch = BatchPages(
-            body=body, chunk=merged.chunk, page_type=merged.page_type, body_start=starts,
-            body_size=merged.uncompressed_size, num_values=merged.num_values, encoding=merged.encoding,
-            definition_level_encoding=merged.definition_level_encoding,
-            definition_levels_length=merged.definition_levels_length,
-            repetition_levels_length=merged.repetition_levels_length,
-            itemsize=np.array([np.dtype(PHYSICAL_DTYPES[c.physical_type]).itemsize for c in chunks], np.int64),
-            max_definition_level=np.array([c.max_definition_level for c in chunks], np.int64))
-        for k, (chunk, (raw, reason)) in enumerate(zip(chunks, decode_pages(xp, batch))):
+        results = decode_pages(xp, batch_pages(body, starts, merged, chunks))
+        for k, (chunk, (raw, reason)) in enumerate(zip(chunks, results)):
             dtype = types[chunk.name].to_pandas_dtype()
             if raw is not None:
                 decoded[chunk] = (to_logical(xp, raw.view(PHYSICAL_DTYPES[chunk.physical_type]), dtype), None)
                 continue
             notes["page_decoded"][reason] = notes["page_decoded"].get(reason, 0) + 1
-            mine = np.flatnonzero(merged.chunk == k)
-            table = PageTable({name: values[mine] for name, values in merged.columns.items()})
-            table.columns["chunk"] = np.zeros(mine.size, np.int64)
+            mine = merged.of_chunk(k)
             bodies = [body[int(starts[i]):int(starts[i]) + int(merged.uncompressed_size[i])] for i in mine]
-            values, valid = decode_chunks(xp, [chunk], table, bodies, path)[0]
+            values, valid = decode_chunks(xp, [chunk], merged.pages_of(k), bodies, path)[0]
             decoded[chunk] = (to_logical(xp, values, dtype), valid)
 
     def batch_in_order(self, units, wanted, fallback, stored):
         """The reference order: row group by row group, each chunk's headers, CRC32s, the host's
         codecs and page-by-page decoding, then the unit's checks; the first fault met is raised
         as the host reader would raise it."""
+        def decode(unit, chunk):
+            table = self.prepare(unit, chunk, stored[chunk], fallback)
+            return None if table is None else self.decode(unit, chunk, stored[chunk], table)
+
+        per_unit, counts = self.store_units(units, fallback, decode)
+        return per_unit, counts, {"host_decompressed": {}, "page_decoded": {}}
+
+    def store_units(self, units, fallback: dict, decode):
+        """Unit by unit in row order: each column chunk's (values, valid) from decode(unit,
+        chunk), or the host reader where ``fallback`` names the chunk (``decode`` may add it and
+        return None), then the unit checked and stored (``check_and_store``). Returns (per unit,
+        (column, reader, reason) per column chunk)."""
         counts, per_unit = [], []
         for u in units:
             columns = {}
             for c in self.plan.footers.columns:
-                if (u.group, c) in fallback:
+                got = None if (u.group, c) in fallback else decode(u, self.layouts[u.file].chunks[u.group, c])
+                if got is None:
                     counts.append((c, "host", fallback[u.group, c]))
-                    continue
-                chunk = self.layouts[u.file].chunks[u.group, c]
-                table = self.prepare(u, chunk, stored[chunk], fallback)
-                if table is None:
-                    counts.append((c, "host", fallback[u.group, c]))
-                    continue
-                columns[c] = self.decode(u, chunk, stored[chunk], table)
-                counts.append((c, "gpu", None))
+                else:
+                    columns[c] = got
+                    counts.append((c, "gpu", None))
             per_unit.append(self.check_and_store(u, columns, [c for g, c in fallback if g == u.group]))
-        return per_unit, counts, {"host_decompressed": {}, "page_decoded": {}}
+        return per_unit, counts
 
     def read_bytes(self, unit: ReadUnit, chunks: list[ColumnChunk]):
         """The chunks' stored bytes from the planned file, back to back in one buffer: (a

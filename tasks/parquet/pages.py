@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow.fs
 
 from kernels.gpu_page_headers import PAGE_FIELDS
+from kernels.parquet_batch import BatchPages
 from kernels.parquet_decode import (DataPage, PageError, decode_data_page,
                                     decode_dictionary_page)
 from tasks.errors import InputError
@@ -88,28 +89,19 @@ def plan_column_chunks(metadata, columns, path: str = "") -> list[ColumnChunk]:
 
 
 def read_chunk_bytes(filesystem: pyarrow.fs.FileSystem, path: str, plan) -> list[bytes]:
-    """Each chunk's byte range of ``path``, one ranged read per chunk, in plan order."""
-    with filesystem.open_input_file(path) as source:
-        file_size = source.size()
-        out = []
-        for chunk in plan:
-            if chunk.offset < 4 or chunk.offset + chunk.size > file_size - 8:
-                raise InputError(
-                    f"{path}: column {chunk.name!r}, row group {chunk.row_group}: byte range "
-                    f"[{chunk.offset}, {chunk.offset + chunk.size}) lies outside the file's "
-                    f"pages ({file_size} bytes)")
-            data = source.read_at(chunk.size, chunk.offset)
-            if len(data) != chunk.size:
-                raise InputError(f"{path}: column {chunk.name!r}, row group {chunk.row_group}: "
-                                 f"read {len(data)} of {chunk.size} bytes")
-            out.append(data)
-    return out
+    """Each chunk's byte range of ``path``, in plan order: ``read_chunks_into``'s reads and
+    checks, one bytes object per chunk (the reference steps' input)."""
+    sizes = np.array([c.size for c in plan], np.int64)
+    starts = np.cumsum(sizes) - sizes
+    buffer = np.empty(int(sizes.sum()), np.uint8)
+    read_chunks_into(filesystem, path, plan, buffer, starts)
+    return [buffer[s:s + n].tobytes() for s, n in zip(starts.tolist(), sizes.tolist())]
 
 
 def read_chunks_into(filesystem: pyarrow.fs.FileSystem, path: str, plan, out: np.ndarray, starts,
                      threads: int = 16) -> None:
-    """Each chunk's byte range of ``path`` into ``out`` (uint8) at ``starts[c]``, with the checks
-    of ``read_chunk_bytes``. A local file is read by ``threads`` parallel preads straight into
+    """Each chunk's byte range of ``path`` into ``out`` (uint8) at ``starts[c]``; a range outside
+    the file's pages, or a short read, is refused naming the chunk. A local file is read by ``threads`` parallel preads straight into
     ``out`` (a pinned buffer on a GPU: no copy between the read and the upload); a store's by one
     ranged read per chunk, copied in."""
     with filesystem.open_input_file(path) as source:
@@ -172,6 +164,18 @@ class PageTable:
     def of_chunk(self, chunk: int) -> np.ndarray:
         """Indices of the pages of one chunk."""
         return np.flatnonzero(self.columns["chunk"] == chunk)
+
+    def pages_of(self, chunk: int) -> PageTable:
+        """The pages of one chunk as a table of their own (chunk index 0)."""
+        mine = self.of_chunk(chunk)
+        return PageTable.merge([PageTable({name: values[mine] for name, values in self.columns.items()})])
+
+    @staticmethod
+    def merge(tables: list) -> PageTable:
+        """Tables of one chunk each as one table, table k's pages under chunk index k."""
+        merged = PageTable({k: np.concatenate([t.columns[k] for t in tables]) for k in tables[0].columns})
+        merged.columns["chunk"] = np.repeat(np.arange(len(tables)), [len(t) for t in tables])
+        return merged
 
 
 # Thrift compact protocol: the low nibble of a field header is its type.
@@ -446,3 +450,17 @@ def decode_chunks(xp, plan, pages: PageTable, bodies, path: str = "") -> list:
                                     for p, m in zip(parts, masks)])
         out.append((values, valid))
     return out
+
+
+def batch_pages(body, body_start, pages: PageTable, plan) -> BatchPages:
+    """The pages of ``plan``'s chunks as kernels.parquet_batch's input: ``body`` holds their
+    uncompressed bytes (an array of the backend), page i from ``body_start[i]``."""
+    c = pages.columns
+    return BatchPages(
+        body=body, chunk=c["chunk"], page_type=c["page_type"], body_start=np.asarray(body_start, np.int64),
+        body_size=c["uncompressed_size"], num_values=c["num_values"], encoding=c["encoding"],
+        definition_level_encoding=c["definition_level_encoding"],
+        definition_levels_length=c["definition_levels_length"],
+        repetition_levels_length=c["repetition_levels_length"],
+        itemsize=np.array([np.dtype(PHYSICAL_DTYPES[chunk.physical_type]).itemsize for chunk in plan], np.int64),
+        max_definition_level=np.array([chunk.max_definition_level for chunk in plan], np.int64))
