@@ -15,6 +15,7 @@ from flows.arguments import build_parser, parameters
 from flows.mst import mst_flow
 from kernels import backend as be
 from tasks.errors import InputError
+from tasks.parquet import page_reader
 from tasks.parquet.decompress import nvcomp_usable
 from tasks.parquet.plan import plan_input
 from tasks.parquet.read import read_edges, read_share, resolve_reader
@@ -120,6 +121,47 @@ def test_codecs_page_versions_and_checksums_read_alike(tmp_path, xp, codec, vers
                        write_page_checksum=True)
     got = read_alike(path, xp)
     assert got.report["columns"] == {c: {"gpu": 5} for c in ("src", "dst", "weight")}
+
+
+def read_batches_one_ahead(monkeypatch, xp):
+    """Every row group a batch of its own, each batch's bytes read while the one before is
+    decoded: the page reader's way on a GPU, here on NumPy too (there it decodes batches on a
+    pool of threads)."""
+    monkeypatch.setattr(page_reader, "BATCH_BYTES", 1)
+    if xp is np:
+        monkeypatch.setattr(page_reader, "run_in_order", lambda work, batches, threads: work.__self__.pipelined(batches))
+
+
+def test_batches_read_one_ahead_read_alike(tmp_path, xp, monkeypatch):
+    """Twelve batches over two files (the second file's first batch read while the first
+    file's last is decoded), two codecs."""
+    read_batches_one_ahead(monkeypatch, xp)
+    rng = np.random.default_rng(8)
+    for k, codec in enumerate(["snappy", "none"]):
+        n = 3000
+        write_edges(tmp_path / f"part-{k}.parquet", pa.array(rng.integers(0, 2**40, n)), pa.array(rng.integers(0, 99, n)),
+                    pa.array(rng.random(n)), compression=codec, row_group_size=500, write_page_checksum=True)
+    got = read_alike(tmp_path, xp)
+    assert got.report["columns"] == {c: {"gpu": 12} for c in ("src", "dst", "weight")}
+
+
+def test_batches_read_one_ahead_raise_the_first_damaged_batchs_error(tmp_path, xp, monkeypatch):
+    """Row groups 2 and 4 damaged (one value byte each, under a CRC32): the error names row
+    group 2, as the host reader's does, though row group 3's bytes are read before it fails."""
+    read_batches_one_ahead(monkeypatch, xp)
+    rng = np.random.default_rng(9)
+    n = 3000
+    path = write_edges(tmp_path / "g.parquet", pa.array(rng.integers(0, 2**40, n)), pa.array(rng.integers(0, 99, n)),
+                       pa.array(rng.random(n)), compression="none", row_group_size=500, write_page_checksum=True,
+                       use_dictionary=False)
+    metadata = pq.ParquetFile(path).metadata
+    data = bytearray(path.read_bytes())
+    for group in (2, 4):
+        chunk = metadata.row_group(group).column(1)  # dst: its last byte is a value byte
+        data[chunk.data_page_offset + chunk.total_compressed_size - 1] ^= 0x5A
+    path.write_bytes(bytes(data))
+    by_pages = read_alike(path, xp)
+    assert isinstance(by_pages, InputError) and "column 'dst', row group 2 " in str(by_pages)
 
 
 @pytest.mark.parametrize("first, second, out_type", [

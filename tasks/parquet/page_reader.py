@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -131,6 +132,16 @@ def header_fallback(pages: PageTable, chunk: ColumnChunk) -> str | None:
     return None
 
 
+def possible_fallbacks(pages: PageTable) -> np.ndarray:
+    """Pages whose header may send their chunk to the host reader (``header_fallback`` decides,
+    chunk by chunk): all pages' headers screened at once, since almost no chunk has one."""
+    kind, encoding = pages.page_type, pages.encoding
+    data = (kind == DATA_PAGE) | (kind == DATA_PAGE_V2)
+    return ((data & ~np.isin(encoding, VALUE_ENCODINGS))
+            | ((kind == DICTIONARY_PAGE) & ~np.isin(encoding, DICTIONARY_ENCODINGS))
+            | ((kind == DATA_PAGE) & (pages.definition_level_encoding != RLE)))
+
+
 def corrupt(unit: ReadUnit, fs, chunk: ColumnChunk, exc: InputError) -> InputError:
     """The host reader's refusal of a damaged column chunk, with the page reader's detail (the
     page and what is wrong). A file replaced while it was read is named as such instead."""
@@ -160,8 +171,11 @@ class PageReader:
         weight = xp.empty(stop - start, dtype=footers.weight_type) if plan.weight_col else None
         read = PageRead(plan, start, stop, xp, nvcomp, layouts, {"src": src, "dst": dst, "weight": weight})
         batches = batch_units(units, footers.columns)
-        threads = 1 if xp is not np else max(1, min(len(os.sched_getaffinity(0)), len(batches)))
-        results = run_in_order(read.batch, batches, threads)
+        if nvcomp:
+            results = read.pipelined(batches)
+        else:
+            threads = 1 if xp is not np else max(1, min(len(os.sched_getaffinity(0)), len(batches)))
+            results = run_in_order(read.batch, batches, threads)
         found = []
         for per_unit, counts, notes in results:
             found += per_unit
@@ -205,12 +219,34 @@ class PageRead:
     nvcomp: bool
     layouts: dict
     dest: dict  # "src", "dst", "weight" -> the arrays being filled (None where absent)
-    pinned: np.ndarray | None = None  # nvCOMP's staging buffer (host memory pinned by CUDA)
+    # nvCOMP's two staging buffers (host memory pinned by CUDA): batch k's bytes in pinned[k % 2]
+    pinned: list = dataclasses.field(default_factory=lambda: [None, None])
 
     def batch(self, units: list[ReadUnit]):
         """(per unit: its string ids (src, dst) or its Signs; (column, reader, reason) per column
         chunk; {where: {reason: chunks}} for chunks decompressed on the host or decoded page by
         page)."""
+        return self.process(self.fetch(units))
+
+    def pipelined(self, batches: list) -> list:
+        """``batch`` for each batch in order, on the GPU, the next batch's bytes read by a thread
+        of preads while this one's are checked and decoded (its own pinned buffer: batch k + 2
+        reuses batch k's only once batch k is done, its upload synchronous). A batch's error
+        is raised before the next batch's."""
+        results = []
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-prefetch") as pool:
+            ahead = pool.submit(self.fetch, batches[0], 0) if batches else None
+            for k in range(len(batches)):
+                fetched = ahead.result()
+                if k + 1 < len(batches):
+                    ahead = pool.submit(self.fetch, batches[k + 1], (k + 1) % 2)
+                results.append(self.process(fetched))
+        return results
+
+    def fetch(self, units: list[ReadUnit], slot: int = 0):
+        """The batch's column chunks the footer lets the page reader take, their stored bytes
+        read (into pinned[slot] on a GPU with nvCOMP), and the chunks the footer sends to the
+        host reader, with why."""
         layout = self.layouts[units[0].file]
         ends = (self.plan.src_col, self.plan.dst_col)
         wanted, fallback = [], {}
@@ -222,8 +258,13 @@ class PageRead:
                     fallback[u.group, c] = reason
                 else:
                     wanted.append(chunk)
-        stored, buffer, starts = self.read_bytes(units[0], wanted)
-        stored = dict(zip(wanted, stored))
+        stored, buffer, starts = self.read_bytes(units[0], wanted, slot)
+        return units, wanted, fallback, dict(zip(wanted, stored)), buffer, starts
+
+    def process(self, fetched):
+        """The batch's chunks decoded (at once, else row group by row group), its units checked
+        and stored: ``batch``'s result."""
+        units, wanted, fallback, stored, buffer, starts = fetched
         try:
             return self.batch_at_once(units, wanted, dict(fallback), stored, (buffer, dict(zip(wanted, starts))))
         except InputError:
@@ -257,6 +298,7 @@ class PageRead:
         refused = set(headers.refused().tolist())
         columns = headers.columns
         first = np.searchsorted(columns["chunk"], np.arange(len(wanted) + 1))
+        screened = set(columns["chunk"][possible_fallbacks(PageTable(columns))].tolist())
         for k, chunk in enumerate(wanted):
             if k in refused:  # the host names it (or takes a header deeper than the walk's bound)
                 table = self.prepare(by_group[chunk.row_group], chunk, stored[chunk], fallback)
@@ -264,7 +306,7 @@ class PageRead:
                     pages[chunk] = table
                 continue
             table = PageTable.merge([PageTable({name: v[first[k]:first[k + 1]] for name, v in columns.items()})])
-            reason = header_fallback(table, chunk)
+            reason = header_fallback(table, chunk) if k in screened else None
             if reason:
                 fallback[chunk.row_group, chunk.name] = reason
             else:
@@ -285,7 +327,9 @@ class PageRead:
         pages = {}
         if self.nvcomp and wanted:  # the batch's stored bytes go up in one copy; headers and CRC32s there
             buffer, starts = staged
-            staged = (self.xp.asarray(buffer), starts)
+            device = self.xp.empty(buffer.size, dtype=self.xp.uint8)
+            device.set(buffer)  # straight from the pinned buffer, done when it returns
+            staged = (device, starts)
             self.prepare_on_gpu(by_group, wanted, stored, staged, fallback, pages)
         else:
             for chunk in wanted:
@@ -296,7 +340,8 @@ class PageRead:
         groups = [list(pages)]
         if self.nvcomp:  # nvCOMP takes pages a CRC32 or the Snappy walk vouches for (docstring)
             trusted = [c for c in pages if c.codec in ("UNCOMPRESSED", "SNAPPY") or bool((pages[c].crc >= 0).all())]
-            groups = [trusted, [c for c in pages if c not in set(trusted)]]
+            vouched = set(trusted)
+            groups = [trusted, [c for c in pages if c not in vouched]]
             if groups[1]:
                 notes["host_decompressed"][UNVERIFIED] = len(groups[1])
         decoded = {}
@@ -366,19 +411,20 @@ class PageRead:
             per_unit.append(self.check_and_store(u, columns, [c for g, c in fallback if g == u.group]))
         return per_unit, counts
 
-    def read_bytes(self, unit: ReadUnit, chunks: list[ColumnChunk]):
+    def read_bytes(self, unit: ReadUnit, chunks: list[ColumnChunk], slot: int = 0):
         """The chunks' stored bytes from the planned file, back to back in one buffer: (a
         memoryview per chunk, the buffer, each chunk's start in it). On a GPU with nvCOMP the
-        buffer is the reader's pinned one, reused batch after batch (they run one at a time)."""
+        buffer is the reader's pinned one of ``slot``, reused every other batch."""
         fs = self.plan.footers.filesystem
         sizes = np.array([c.size for c in chunks], np.int64)
         starts = np.cumsum(sizes) - sizes
         total = int(sizes.sum())
         if self.nvcomp:
-            if self.pinned is None or self.pinned.size < total:
+            if self.pinned[slot] is None or self.pinned[slot].size < total:
                 import cupy
-                self.pinned = np.frombuffer(cupy.cuda.alloc_pinned_memory(max(total, 1)), np.uint8, max(total, 1))
-            buffer = self.pinned[:total]
+                self.pinned[slot] = np.frombuffer(cupy.cuda.alloc_pinned_memory(max(total, 1)), np.uint8,
+                                                  max(total, 1))
+            buffer = self.pinned[slot][:total]
         else:
             buffer = np.empty(total, np.uint8)
         if not chunks:
