@@ -214,7 +214,7 @@ def test_no_damaged_snappy_stream_passes_that_the_decoder_refuses(source, n, see
         assert snappy_accepts(bytes(stream), declared)
 
 
-@pytest.mark.parametrize("stream, declared, case", [
+SNAPPY_RULES = [
     (b"\x05\x10abcde", 5, "a literal: passes"),
     (b"\x08\x0cabcd\x01\x04", 8, "copy-1 of 4 bytes at offset 4: passes"),
     (b"\x05\x10abcd", 5, "a literal past the stream's end"),
@@ -227,7 +227,21 @@ def test_no_damaged_snappy_stream_passes_that_the_decoder_refuses(source, n, see
     (b"\x80\x80\x80\x80\x80\x01", 0, "a preamble longer than 5 bytes"),
     (b"", 0, "no preamble"),
     (b"\x00", 0, "an empty stream: passes"),
-])
+]
+# the GPU walks a stream a window of 1,024 bytes at a time: elements that end past a window
+WINDOW_CASES = [
+    (b"\x80\x10\xf4\xff\x07" + bytes(2048), 2048, "a literal of 2,048 bytes (two length bytes) across windows: passes"),
+    (b"\x80\x10\xf4\xff\x08" + bytes(2048), 2048, "a literal longer than the stream, across windows"),
+    (b"\x80\x80\x04\xf8\xff\xff\x00" + bytes(65536), 65536, "a literal of 65,536 bytes (three length bytes): passes"),
+    (b"\xff\xff\xff\xff\x0f\xfc\xff\xff\xff\xff" + bytes(8), 0xffffffff, "a literal of 2^32 bytes (four length bytes)"),
+    (b"\xe4\x12\x0cabcd" + b"\x01\x04" * 600, 2404, "copies of 2 bytes, one across the first window's end: passes"),
+    (b"\xe4\x12\x0cabcd" + b"\x01\x04" * 508 + b"\xe1\xff" + b"\x01\x04" * 91, 2404,
+     "the copy across the first window's end reaching too far back"),
+    (b"\xfe\x07\xf4\xf9\x03" + bytes(1018) + b"\x0cabcd", 1022, "a literal starting at a window's last byte: passes"),
+]
+
+
+@pytest.mark.parametrize("stream, declared, case", SNAPPY_RULES + WINDOW_CASES)
 def test_snappy_walk_rules(stream, declared, case):
     assert (snappy_fault(stream, declared) == 0) == case.endswith("passes"), case
     if case.endswith("passes"):
@@ -243,12 +257,15 @@ def test_snappy_walk_on_the_gpu_agrees_with_the_reference(backend):
     rng = np.random.default_rng(5)
     streams, declared = [], []
     for k in range(400):
-        n = int(rng.integers(0, 5000))
+        n = int(rng.integers(0, 5000 if k % 10 else 120000))  # some streams of many windows
         s = bytearray(snappy(STREAM_SOURCES[sorted(STREAM_SOURCES)[k % 4]](rng, n)))
         if k % 3 and s:
             s[int(rng.integers(0, len(s)))] ^= int(rng.integers(1, 256))
         streams.append(bytes(s))
         declared.append(n if k % 7 else n + 1)
+    for stream, size, _ in SNAPPY_RULES + WINDOW_CASES:
+        streams.append(stream)
+        declared.append(size)
     lengths = np.array([len(s) for s in streams], np.int64)
     starts = np.cumsum(lengths) - lengths
     data = np.frombuffer(b"".join(streams), np.uint8)

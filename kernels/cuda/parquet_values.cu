@@ -22,96 +22,178 @@
 // or 32-bit little-endian offset. The stream starts with its uncompressed size as a ULEB128.
 // status[i]: 0 = well-formed; else 1 + the input byte (relative to the stream) where it fails.
 //
-// The walk is serial within a stream (each tag says where the next starts), so one warp takes a
-// stream: the warp stages SNAPPY_WINDOW bytes of it in shared memory together, and lane 0 walks
-// every element that lies wholly inside the window (an element's tag and length bytes take at
-// most 5 bytes; a literal's data is skipped, not read), so its serial chain reads shared memory,
-// not global memory. Blocks of SNAPPY_WARPS warps.
+// The walk is serial within a stream (each tag says where the next element starts), so one warp
+// takes a stream, a window of SNAPPY_WINDOW bytes at a time, staged in shared memory together:
+// 1. every lane decodes, at each of its window positions, the element that would start there
+//    (its tag and up to 4 length/offset bytes lie in the window's 8 extra bytes): next[i], the
+//    window position after it (SNAPPY_WINDOW when it ends beyond the window);
+// 2. the chain of element starts from the walk's position, marked: next[] is doubled five times
+//    (hop[i]: the position 32 elements on), lane 0 follows hop[] to every 32nd element, and lane
+//    m walks the m-th run of 32 elements with next[], marking them (a window holds at most 512
+//    elements, so 16 lanes at most);
+// 3. the lanes check the marked elements together: each element's bounds, and, after a warp scan
+//    of the bytes they produce, each copy's offset against the bytes produced before it; the
+//    first element that fails (the lowest position) is the stream's fault.
+// A literal's data is skipped, not read. Blocks of SNAPPY_WARPS warps.
 #define SNAPPY_WARPS 4
-#define SNAPPY_WINDOW 512
+#define SNAPPY_WINDOW 1024
+#define SNAPPY_SPAN (SNAPPY_WINDOW / 32)  // window positions per lane in step 3 (consecutive)
+
+// The element starting at w[i]: its header bytes (tag and length/offset bytes), the bytes it
+// produces, and its copy offset (0 for a literal; a copy's offset 0 is a fault).
+struct SnappyElement {
+    int header;
+    i64 produces;
+    i64 offset;
+    bool literal;
+};
+
+__device__ __forceinline__ SnappyElement snappy_element(const unsigned char* w) {
+    const unsigned tag = w[0];
+    SnappyElement e{1, 0, 0, (tag & 3) == 0};
+    if (e.literal) {
+        i64 length = tag >> 2;
+        if (length >= 60) {
+            const int extra = (int)length - 59;
+            length = 0;
+            for (int k = 0; k < extra; ++k) length |= (i64)w[1 + k] << (8 * k);
+            e.header += extra;
+        }
+        e.produces = length + 1;
+    } else if ((tag & 3) == 1) {
+        e.header = 2;
+        e.produces = 4 + ((tag >> 2) & 7);
+        e.offset = ((i64)(tag >> 5) << 8) | w[1];
+    } else {
+        e.header = (tag & 3) == 2 ? 3 : 5;
+        e.produces = (tag >> 2) + 1;
+        e.offset = (i64)w[1] | ((i64)w[2] << 8);
+        if (e.header == 5) e.offset |= ((i64)w[3] << 16) | ((i64)w[4] << 24);
+    }
+    return e;
+}
+
 extern "C" __global__ void __launch_bounds__(SNAPPY_WARPS * 32)
 snappy_check(const unsigned char* in, const i64* starts, const i64* lengths, const i64* declared, i64 streams,
              i64* status) {
-    __shared__ unsigned char windows[SNAPPY_WARPS][SNAPPY_WINDOW];
+    __shared__ unsigned char windows[SNAPPY_WARPS][SNAPPY_WINDOW + 8];
+    // next and the two doubling buffers: position -> position (SNAPPY_WINDOW: past the window,
+    // where every hop stays)
+    __shared__ unsigned short nexts[SNAPPY_WARPS][3][SNAPPY_WINDOW + 1];
+    __shared__ unsigned char marks[SNAPPY_WARPS][SNAPPY_WINDOW];
+    __shared__ unsigned short runs[SNAPPY_WARPS][32];  // the first element of each run of 32
     const int warp = threadIdx.x >> 5, lane = lane_id();
     unsigned char* w = windows[warp];
+    unsigned short* next = nexts[warp][0];
+    unsigned char* mark = marks[warp];
+    unsigned short* run = runs[warp];
     const i64 warps = (i64)gridDim.x * SNAPPY_WARPS;
     for (i64 s = (i64)blockIdx.x * SNAPPY_WARPS + warp; s < streams; s += warps) {
         const unsigned char* p = in + starts[s];
         const i64 end = lengths[s];
-        // lane 0's state: pos (next element), produced, total (-1 until the preamble is read), fault
-        i64 pos = 0, produced = 0, total = -1, fault = 0;
-        bool done = false;
-        while (true) {
-            pos = __shfl_sync(FULL_MASK, pos, 0);
-            done = __shfl_sync(FULL_MASK, done, 0);
-            if (done) break;
-            __syncwarp();
-            for (int k = lane; k < SNAPPY_WINDOW; k += 32) w[k] = pos + k < end ? p[pos + k] : 0;
-            __syncwarp();
-            if (lane == 0) {
-                const i64 base = pos, limit = base + SNAPPY_WINDOW - 5;
-                if (total < 0) {  // the preamble: a ULEB128 of at most 5 bytes, below 2^32
-                    u64 size = 0;
-                    bool ok = false;
-                    for (int k = 0; k < 5 && pos < end; ++k) {
-                        unsigned b = w[pos - base];
-                        ++pos;
-                        size |= (u64)(b & 0x7f) << (7 * k);
-                        if (b < 0x80) {
-                            ok = true;
-                            break;
-                        }
-                    }
-                    if (!ok || size > 0xffffffffull || (i64)size != declared[s]) {
-                        fault = 1 + pos;
-                        done = true;
-                    }
-                    total = (i64)size;
-                }
-                while (!done && pos < end && pos <= limit) {
-                    const i64 at = pos;
-                    const unsigned tag = w[pos - base];
-                    ++pos;
-                    i64 length, offset = 0;
-                    if ((tag & 3) == 0) {
-                        length = tag >> 2;
-                        if (length >= 60) {
-                            const int extra = (int)length - 59;
-                            if (pos + extra > end) { fault = 1 + at; break; }
-                            length = 0;
-                            for (int k = 0; k < extra; ++k) length |= (i64)w[pos + k - base] << (8 * k);
-                            pos += extra;
-                        }
-                        length += 1;
-                        if (pos + length > end || produced + length > total) { fault = 1 + at; break; }
-                        pos += length;
-                        produced += length;
-                        continue;
-                    }
-                    const int need = (tag & 3) == 1 ? 1 : (tag & 3) == 2 ? 2 : 4;
-                    if (pos + need > end) { fault = 1 + at; break; }
-                    const unsigned char* b = w + (pos - base);
-                    if ((tag & 3) == 1) {
-                        length = 4 + ((tag >> 2) & 7);
-                        offset = ((i64)(tag >> 5) << 8) | b[0];
-                    } else {
-                        length = (tag >> 2) + 1;
-                        offset = (i64)b[0] | ((i64)b[1] << 8);
-                        if (need == 4) offset |= ((i64)b[2] << 16) | ((i64)b[3] << 24);
-                    }
-                    pos += need;
-                    if (offset == 0 || offset > produced || produced + length > total) { fault = 1 + at; break; }
-                    produced += length;
-                }
-                if (fault) done = true;
-                if (!done && pos >= end) {
-                    if (produced != total) fault = 1 + end;
-                    done = true;
-                }
-                if (done) status[s] = fault;
+        // the preamble: a ULEB128 of at most 5 bytes, below 2^32, equal to the declared size
+        i64 pos = 0, fault = 0;
+        u64 size = 0;
+        bool ok = false;
+        for (int k = 0; k < 5 && pos < end; ++k) {
+            const unsigned b = p[pos];
+            ++pos;
+            size |= (u64)(b & 0x7f) << (7 * k);
+            if (b < 0x80) {
+                ok = true;
+                break;
             }
         }
+        if (!ok || size > 0xffffffffull || (i64)size != declared[s]) fault = 1 + pos;
+        const i64 total = (i64)size;
+        i64 produced = 0;
+        while (!fault && pos < end) {
+            const i64 base = pos;
+            const int limit = (int)min((i64)SNAPPY_WINDOW, end - base);  // positions where elements may start
+            __syncwarp();
+            {  // every load issued before the first store: one memory latency per window, not 33
+                unsigned char staged[(SNAPPY_WINDOW + 8 + 31) / 32];
+#pragma unroll
+                for (int j = 0; j < (SNAPPY_WINDOW + 8 + 31) / 32; ++j) {
+                    const i64 k = base + lane + 32 * j;
+                    staged[j] = k < end ? __ldg(p + k) : 0;
+                }
+#pragma unroll
+                for (int j = 0; j < (SNAPPY_WINDOW + 8 + 31) / 32; ++j)
+                    if (lane + 32 * j < SNAPPY_WINDOW + 8) w[lane + 32 * j] = staged[j];
+            }
+            __syncwarp();
+            for (int i = lane; i < SNAPPY_WINDOW; i += 32) {  // 1. where each position's element ends
+                const SnappyElement e = snappy_element(w + i);
+                const i64 after = i + e.header + (e.literal ? e.produces : 0);
+                next[i] = (unsigned short)min(after, (i64)SNAPPY_WINDOW);
+                mark[i] = 0;
+            }
+            if (lane == 0) next[SNAPPY_WINDOW] = SNAPPY_WINDOW;
+            __syncwarp();
+            // 2. the chain of element starts, from the walk's position
+            const unsigned short* hop = next;
+            for (int round = 0; round < 5; ++round) {  // hop: 2^(round + 1) elements on
+                unsigned short* doubled = nexts[warp][1 + (round & 1)];
+                for (int i = lane; i <= SNAPPY_WINDOW; i += 32) doubled[i] = hop[hop[i]];
+                hop = doubled;
+                __syncwarp();
+            }
+            int runs_found = 0;
+            if (lane == 0) {
+                for (int i = 0; i < limit; i = hop[i]) run[runs_found++] = (unsigned short)i;
+            }
+            runs_found = __shfl_sync(FULL_MASK, runs_found, 0);
+            __syncwarp();
+            int i = SNAPPY_WINDOW, last = 0;  // lane's run: where it stops, its last element
+            if (lane < runs_found) {
+                i = run[lane];
+                for (int k = 0; k < 32 && i < limit; ++k) {
+                    mark[i] = 1;
+                    last = i;
+                    i = next[i];
+                }
+            }
+            i64 after = i;
+            if (lane == runs_found - 1 && i == SNAPPY_WINDOW) {  // the last element may end past the window
+                const SnappyElement e = snappy_element(w + last);
+                after = last + e.header + (e.literal ? e.produces : 0);
+            }
+            after = __shfl_sync(FULL_MASK, after, runs_found - 1);
+            __syncwarp();
+            // 3. the marked elements checked together, in order of position
+            const int first = lane * SNAPPY_SPAN;
+            i64 made = 0;
+            for (int i = first; i < first + SNAPPY_SPAN; ++i)
+                if (mark[i]) made += snappy_element(w + i).produces;
+            i64 before = made;  // inclusive scan of the bytes produced, then exclusive
+            for (int o = 1; o < 32; o <<= 1) {
+                const i64 y = __shfl_up_sync(FULL_MASK, before, o);
+                if (lane >= o) before += y;
+            }
+            const i64 window_made = __shfl_sync(FULL_MASK, before, 31);
+            before = produced + before - made;
+            unsigned failed = SNAPPY_WINDOW;  // the lane's first failing position
+            for (int i = first; i < first + SNAPPY_SPAN && failed == SNAPPY_WINDOW; ++i) {
+                if (!mark[i]) continue;
+                const SnappyElement e = snappy_element(w + i);
+                const i64 at = base + i;
+                bool bad = at + e.header > end || before + e.produces > total;
+                if (e.literal) bad = bad || at + e.header + e.produces > end;
+                else bad = bad || e.offset == 0 || e.offset > before;
+                if (bad) failed = (unsigned)i;
+                before += e.produces;
+            }
+            failed = __reduce_min_sync(FULL_MASK, failed);
+            if (failed < SNAPPY_WINDOW) {
+                fault = 1 + base + failed;
+            } else {
+                produced += window_made;
+                pos = base + after;
+            }
+        }
+        if (!fault && produced != total) fault = 1 + end;
+        if (lane == 0) status[s] = fault;
     }
 }
 
