@@ -153,8 +153,8 @@ def build_parser(kind: str) -> Parser:
     parser.add_argument("--reader", choices=READERS, default="auto",
                         help="Parquet reader: gpu decodes the id and weight pages on the compute backend (on NumPy "
                              "where CuPy is not usable), columns it does not take (string ids, decimal weights) on "
-                             "the host; host is pyarrow's reader; auto: host, until the page reader is the faster "
-                             "(default: auto)")
+                             "the host; host is pyarrow's reader; auto: gpu where CuPy and nvCOMP are usable, else "
+                             "host (default: auto)")
     parser.add_argument("--writer", choices=WRITERS, default="auto",
                         help="Parquet writer of the results: gpu encodes the pages on the compute backend (on NumPy "
                              "where CuPy is not usable; files with string ids stay on pyarrow's writer); host is "

@@ -256,10 +256,8 @@ def test_auto_is_the_host_reader_without_a_gpu_and_gpu_runs_on_numpy():
         resolve_reader("fast", np)
 
 
-def test_auto_is_the_host_reader_on_every_backend(xp):
-    """Until the page reader is faster than pyarrow's decoder (its headers and hybrid runs are
-    walked on the host), auto reads with pyarrow, on a GPU too."""
-    assert resolve_reader("auto", xp) == "host"
+def test_auto_is_the_gpu_reader_where_cupy_and_nvcomp_are_usable(xp):
+    assert resolve_reader("auto", xp) == ("gpu" if xp is not np and nvcomp_usable() else "host")
 
 
 def test_the_reader_option_reaches_the_flows():

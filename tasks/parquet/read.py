@@ -42,6 +42,7 @@ import pyarrow as pa
 from tasks.errors import InputError
 from tasks.parameters import READERS
 from tasks.parquet.checks import Signs, unify_signs
+from tasks.parquet.decompress import nvcomp_usable
 from tasks.parquet.host_reader import HostReader, ReaderBackend
 from tasks.parquet.page_reader import PageReader
 from tasks.parquet.plan import InputPlan, plan_input
@@ -129,14 +130,15 @@ BACKENDS: dict[str, ReaderBackend] = {"host": HostReader(), "gpu": PageReader()}
 
 def resolve_reader(name: str | None, xp) -> str:
     """The registered reader that ``name`` (auto, gpu or host; None: auto) means for a read into
-    arrays of ``xp``. auto is host for now: the page reader parses page headers and walks
-    hybrid runs in Python on the host, and most files (pyarrow's default) carry no page CRC32,
-    whose pages it then decompresses on the host too (tasks.parquet.page_reader says why), so
-    it is not yet faster than pyarrow's decoder; gpu is there to ask for."""
+    arrays of ``xp``: auto is gpu where the arrays are CuPy's and nvCOMP is usable (pages
+    decompressed and decoded on the device), else host (pyarrow's decoder on the host's cores,
+    then one upload)."""
     name = name or "auto"
     if name not in READERS:
         raise InputError(f"unknown Parquet reader {name!r} (choose from {', '.join(READERS)})")
-    return "host" if name == "auto" else name
+    if name == "auto":
+        return "gpu" if xp is not np and nvcomp_usable() else "host"
+    return name
 
 
 def reader_backend(name: str) -> ReaderBackend:
