@@ -4,8 +4,9 @@
 The whole file's id and weight chunks are read into pinned memory and uploaded once, then each
 step runs over all of them with CUDA events around it (best of 3): page headers, CRC32s of
 every page, the Snappy walk, nvCOMP's decompression, and the batched decoding steps. The record
-gives seconds per step and GB/s of the bytes each step reads, beside the page reader's and
-pyarrow's whole read of the same file, so the step that holds the reader back is named."""
+gives seconds per step, beside the page reader's whole read of the same file at each batch size
+(``--batch-mib``, with the device pool's size after it, per edge) and pyarrow's, so the step
+that holds the reader back is named."""
 from __future__ import annotations
 
 import argparse
@@ -40,13 +41,15 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("path")
     p.add_argument("--columns", default="src,dst,weight")
+    p.add_argument("--batch-mib", default="256",
+                   help="comma-separated batch sizes (MiB of uncompressed chunks) to time the page reader's whole read with")
     p.add_argument("--json", required=True)
     args = p.parse_args(argv)
     import cupy
 
     from kernels import gpu_page_headers, gpu_parquet
     from kernels.parquet_batch import decode_pages
-    from tasks.parquet import nvcomp_c
+    from tasks.parquet import nvcomp_c, page_reader
     from tasks.parquet.pages import PageTable, batch_pages, plan_column_chunks, read_chunks_into
     from tasks.parquet.read import read_edges
 
@@ -81,20 +84,31 @@ def main(argv=None) -> int:
         batch_pages(body, out_at, pages, plan)
     if codecs <= {"SNAPPY", "UNCOMPRESSED"}:
         steps["batched decoding"] = timed(lambda: decode_pages(cupy, batch))
-    for reader in ("gpu", "host"):
+    stored = body = batch = None  # the whole file's buffers freed before the whole reads
+    pool = cupy.get_default_memory_pool()
+    peaks = {}
+    for reader, mib in [("gpu", int(m)) for m in args.batch_mib.split(",")] + [("host", None)]:
+        name = f"whole read, {reader} reader" + (f", batches of {mib} MiB" if mib else "")
+        if mib:
+            page_reader.BATCH_BYTES = mib << 20
         read_edges(args.path, xp=cupy, reader=reader)
+        pool.free_all_blocks()
         cupy.cuda.Device().synchronize()
         started = time.perf_counter()
-        read_edges(args.path, xp=cupy, reader=reader)
+        edges = read_edges(args.path, xp=cupy, reader=reader)
         cupy.cuda.Device().synchronize()
-        steps[f"whole read, {reader} reader"] = time.perf_counter() - started
+        steps[name] = time.perf_counter() - started
+        # the pool keeps every block it was given: its size after one read is that read's peak
+        peaks[name] = round(pool.total_bytes() / edges.rows, 1)
+        del edges
+        pool.free_all_blocks()
     record = {"algo": "page-reader-steps", "file": args.path, "codec": record_codec, "pages": len(pages),
               "stored_bytes": int(sizes.sum()), "uncompressed_bytes": int(pages.uncompressed_size.sum()),
-              "seconds": {k: round(v, 4) for k, v in steps.items()},
+              "seconds": {k: round(v, 4) for k, v in steps.items()}, "gpu_pool_bytes_per_edge": peaks,
               "machine": machine("cupy"), "date": datetime.date.today().isoformat(),
               "command": "python -m benchmarks.page_reader_steps " + " ".join(sys.argv[1:] if argv is None else argv), "code": code_version()}
     for k, v in record["seconds"].items():
-        print(f"{k:40s} {v:8.4f} s")
+        print(f"{k:56s} {v:8.4f} s" + (f"  pool {peaks[k]} B/edge" if k in peaks else ""))
     append_records(args.json, [record])
     return 0
 
