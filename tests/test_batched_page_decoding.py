@@ -234,10 +234,11 @@ WINDOW_CASES = [
     (b"\x80\x10\xf4\xff\x08" + bytes(2048), 2048, "a literal longer than the stream, across windows"),
     (b"\x80\x80\x04\xf8\xff\xff\x00" + bytes(65536), 65536, "a literal of 65,536 bytes (three length bytes): passes"),
     (b"\xff\xff\xff\xff\x0f\xfc\xff\xff\xff\xff" + bytes(8), 0xffffffff, "a literal of 2^32 bytes (four length bytes)"),
-    (b"\xe4\x12\x0cabcd" + b"\x01\x04" * 600, 2404, "copies of 2 bytes, one across the first window's end: passes"),
-    (b"\xe4\x12\x0cabcd" + b"\x01\x04" * 508 + b"\xe1\xff" + b"\x01\x04" * 91, 2404,
+    # (windows start after the preamble: window position p is stream byte p + 2 here)
+    (b"\xe4\x12\x0cabcd" + b"\x01\x04" * 600, 2404, "two-byte copy elements, one across the first window's end: passes"),
+    (b"\xe4\x12\x0cabcd" + b"\x01\x04" * 509 + b"\xe1\xff" + b"\x01\x04" * 90, 2404,
      "the copy across the first window's end reaching too far back"),
-    (b"\xfe\x07\xf4\xf9\x03" + bytes(1018) + b"\x0cabcd", 1022, "a literal starting at a window's last byte: passes"),
+    (b"\x80\x08\xf4\xfb\x03" + bytes(1020) + b"\x0cabcd", 1024, "a literal starting at a window's last byte: passes"),
 ]
 
 

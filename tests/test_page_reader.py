@@ -256,8 +256,10 @@ def test_auto_is_the_host_reader_without_a_gpu_and_gpu_runs_on_numpy():
         resolve_reader("fast", np)
 
 
-def test_auto_is_the_gpu_reader_where_cupy_and_nvcomp_are_usable(xp):
-    assert resolve_reader("auto", xp) == ("gpu" if xp is not np and nvcomp_usable() else "host")
+def test_auto_reads_with_the_page_reader_where_cupy_and_nvcomp_are_usable(tmp_path, xp):
+    path = write_edges(tmp_path / "g.parquet", [1, 2, 3], [2, 3, 1], [1.0, 2.0, 3.0])
+    on_gpu = xp is not np and nvcomp_usable()
+    assert read_edges(str(path), xp=xp).report["reader"] == ("gpu" if on_gpu else "host")
 
 
 def test_the_reader_option_reaches_the_flows():

@@ -37,7 +37,8 @@ one buffer and decoded by the batched steps of kernels/parquet_batch.py; a chunk
 row order. Any error in that pass reads the batch again row group by row group through the
 reference steps, so the error raised is the first the host reader would meet. Batches run on
 the host's cores with NumPy; on CuPy one after another (nvCOMP and the uploads share the
-device's stream).
+device's stream), each batch's bytes read by a thread of preads while the batch before it is
+decoded.
 """
 from __future__ import annotations
 
@@ -231,8 +232,8 @@ class PageRead:
     def pipelined(self, batches: list) -> list:
         """``batch`` for each batch in order, on the GPU, the next batch's bytes read by a thread
         of preads while this one's are checked and decoded (its own pinned buffer: batch k + 2
-        reuses batch k's only once batch k is done, its upload synchronous). A batch's error
-        is raised before the next batch's."""
+        reuses batch k's once batch k is done and its upload waited for). A batch's error is
+        raised before the next batch's; an error or an interrupt waits for the read under way."""
         results = []
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-prefetch") as pool:
             ahead = pool.submit(self.fetch, batches[0], 0) if batches else None
@@ -328,7 +329,8 @@ class PageRead:
         if self.nvcomp and wanted:  # the batch's stored bytes go up in one copy; headers and CRC32s there
             buffer, starts = staged
             device = self.xp.empty(buffer.size, dtype=self.xp.uint8)
-            device.set(buffer)  # straight from the pinned buffer, done when it returns
+            device.set(buffer)  # straight from the pinned buffer, asynchronously: waited for, so
+            self.xp.cuda.get_current_stream().synchronize()  # the buffer may take batch k + 2's bytes
             staged = (device, starts)
             self.prepare_on_gpu(by_group, wanted, stored, staged, fallback, pages)
         else:
