@@ -177,6 +177,20 @@ def interleave(xp, streams):
     return out, placed[::sizes.shape[1]].copy() if sizes.shape[1] else np.zeros(pages + 1, np.int64)
 
 
+def present_levels(xp, counts):
+    """``hybrid`` of all-ones definition levels (a column without nulls), pages of ``counts``
+    rows (host int64), built on the host: each page is one RLE run, ULEB128(rows << 1) then the
+    value 1 in one byte; a page of no rows has no bytes. Returns (bytes on xp, offsets)."""
+    parts = []
+    for n in np.asarray(counts, dtype=np.int64).tolist():
+        header, run = n << 1, bytearray()
+        while n and header >= 0x80:
+            run.append(header & 0x7F | 0x80)
+            header >>= 7
+        parts.append(bytes(run) + bytes([header, 1]) if n else b"")
+    return host_stream(xp, parts)
+
+
 def host_stream(xp, parts):
     """A small per-page stream built on the host (length prefixes, bit-width bytes): ``parts``
     is one bytes object per page. Returns (bytes on xp, offsets)."""

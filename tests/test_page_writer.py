@@ -21,7 +21,7 @@ from flows.arguments import build_parser, parameters
 from flows.pipeline import pipeline_flow
 from kernels import backend as be
 from kernels.parquet_decode import decode_hybrid
-from kernels.parquet_encode import hybrid, interleave
+from kernels.parquet_encode import hybrid, interleave, present_levels
 from tasks.errors import OutputError
 from tasks.parquet.decompress import nvcomp_usable
 from tasks.parquet.page_writer import DICTIONARY_PAGE_LIMIT, write_columns
@@ -187,6 +187,16 @@ def test_the_hybrid_encoding_decodes_to_the_values_page_by_page(case):
         decoded, used = decode_hybrid(np, page, width, count)
         assert used == page.shape[0]
         assert decoded.tolist() == values[starts[p]:starts[p + 1]].tolist()
+
+
+def test_levels_of_a_column_without_nulls_are_the_hybrid_encoding_of_ones(xp):
+    """Pages of 0 rows, under and over a group of 8, at each ULEB128 length of the run header
+    (1, 2 and 3 bytes), and pyarrow's 20,000 and 1 Mi rows: the bytes the general encoder gives."""
+    counts = np.array([0, 1, 7, 8, 9, 63, 64, 65, 8191, 8192, 20000, 2**20, 0, 3], np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    want, want_at = hybrid(np, np.ones(int(starts[-1]), np.uint8), starts, 1)
+    got, got_at = present_levels(xp, counts)
+    assert host(got).tobytes() == want.tobytes() and got_at.tolist() == want_at.tolist()
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

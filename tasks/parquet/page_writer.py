@@ -149,19 +149,18 @@ def _encode_chunk(xp, columns: ResultColumns, c: int, start: int, stop: int, dic
     itemsize = values.dtype.itemsize
     page_rows = max(8, min(page_rows, page_bytes // itemsize) // 8 * 8)  # whole groups of 8 but the last
     row_starts = np.append(np.arange(0, rows, page_rows, dtype=np.int64), rows)
-    if valid is None:
+    if valid is None:  # every level 1: one RLE run a page, written on the host (no launches)
         present = values
-        levels = xp.ones(rows, dtype=xp.uint8)
         value_starts = row_starts
+        level_bytes, level_offsets = enc.present_levels(xp, np.diff(row_starts))
     else:
         valid = valid[start:stop]
         present = values[valid]
-        levels = valid.astype(xp.uint8)
         counted = xp.zeros(rows + 1, dtype=xp.int64)
         counted[1:] = xp.cumsum(valid, dtype=xp.int64)
         value_starts = _host(counted[xp.asarray(row_starts)]).astype(np.int64)
+        level_bytes, level_offsets = enc.hybrid(xp, valid.astype(xp.uint8), row_starts, 1)
     chunk = _Chunk(c, rows, rows - int(present.shape[0]), enc.min_max(xp, present), False)
-    level_bytes, level_offsets = enc.hybrid(xp, levels, row_starts, 1)
     streams = [enc.host_stream(xp, [int(n).to_bytes(4, "little") for n in np.diff(level_offsets)]),
                (level_bytes, level_offsets)]
     encoding = PLAIN
