@@ -328,9 +328,11 @@ class PageRead:
         pages = {}
         if self.nvcomp and wanted:  # the batch's stored bytes go up in one copy; headers and CRC32s there
             buffer, starts = staged
+            # straight from the pinned buffer, asynchronously: waited for here, so that the buffer
+            # may take batch k + 2's bytes once this batch is done
             device = self.xp.empty(buffer.size, dtype=self.xp.uint8)
-            device.set(buffer)  # straight from the pinned buffer, asynchronously: waited for, so
-            self.xp.cuda.get_current_stream().synchronize()  # the buffer may take batch k + 2's bytes
+            device.set(buffer)
+            self.xp.cuda.get_current_stream().synchronize()
             staged = (device, starts)
             self.prepare_on_gpu(by_group, wanted, stored, staged, fallback, pages)
         else:
