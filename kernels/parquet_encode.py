@@ -181,14 +181,18 @@ def present_levels(xp, counts):
     """``hybrid`` of all-ones definition levels (a column without nulls), pages of ``counts``
     rows (host int64), built on the host: each page is one RLE run, ULEB128(rows << 1) then the
     value 1 in one byte; a page of no rows has no bytes. Returns (bytes on xp, offsets)."""
-    parts = []
-    for n in np.asarray(counts, dtype=np.int64).tolist():
-        header, run = n << 1, bytearray()
-        while n and header >= 0x80:
-            run.append(header & 0x7F | 0x80)
-            header >>= 7
-        parts.append(bytes(run) + bytes([header, 1]) if n else b"")
-    return host_stream(xp, parts)
+    return host_stream(xp, [uleb128(n << 1) + b"\x01" if n else b"" for n in np.asarray(counts).tolist()])
+
+
+def uleb128(value: int) -> bytes:
+    """A non-negative integer as ULEB128 (7 bits a byte, least significant first): the hybrid's
+    run headers and Thrift's varints."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def host_stream(xp, parts):

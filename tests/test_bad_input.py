@@ -13,6 +13,7 @@ from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
 from flows.mst import mst_flow
+from kernels.parquet_encode import uleb128
 from tests.helpers import EDGES, listing, run, write_seed
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -218,15 +219,6 @@ def _varint(buf, i):
             return value, i
 
 
-def _encode_varint(value):
-    out = bytearray()
-    while True:
-        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
-        value >>= 7
-        if not value:
-            return bytes(out)
-
-
 def _fields(buf, i):
     """(field id, type, value start, value end) of a Thrift compact struct starting at i."""
     fid = 0
@@ -281,7 +273,7 @@ def forge_footer(path, file_rows=None, group_rows=None):
             first_group = start + 1 if footer[start] >> 4 != 15 else _varint(footer, start + 1)[1]
             edits += [(s, e, group_rows) for f, _, s, e in _fields(footer, first_group) if f == 3]
     for start, end, value in sorted(edits, reverse=True):
-        footer[start:end] = _encode_varint(value * 2)  # zigzag of a non-negative value
+        footer[start:end] = uleb128(value * 2)  # zigzag of a non-negative value
     path.write_bytes(data[:-8 - length] + bytes(footer) + struct.pack("<i", len(footer)) + b"PAR1")
 
 

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernels import parquet_decode as pd
+from kernels.parquet_encode import uleb128
 from tasks.errors import InputError
 from tasks.parquet.decompress import (check_page_crcs, decompress_pages_host,
                                       hadoop_lz4_frames)
@@ -334,15 +335,6 @@ def test_hybrid_runs_of_every_width(xp):
 def test_short_hybrid_stream_is_refused(xp):
     with pytest.raises(pd.PageError, match="bit-packed run"):
         pd.decode_hybrid(xp, xp.asarray(np.array([(2 << 1) | 1, 0xFF], np.uint8)), 3, 16)
-
-
-def uleb128(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
-        value >>= 7
-        if not value:
-            return bytes(out)
 
 
 @pytest.mark.parametrize("stream, width, expected", [

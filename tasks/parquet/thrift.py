@@ -9,6 +9,8 @@ Standard library only. Errors are ThriftError (the caller names the file).
 """
 from __future__ import annotations
 
+from kernels.parquet_encode import uleb128
+
 # Compact protocol type codes, as they appear in field headers and list headers
 TRUE, FALSE, BYTE, I16, I32, I64, DOUBLE, BINARY, LIST, SET, MAP, STRUCT = range(1, 13)
 
@@ -87,10 +89,7 @@ class _Reader:
 
 
 def _varint(out: bytearray, n: int) -> None:
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
+    out += uleb128(n)
 
 
 def _zigzag(out: bytearray, n: int) -> None:
