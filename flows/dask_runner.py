@@ -43,6 +43,7 @@ from prefect_dask.task_runners import PrefectDaskFuture
 from pydantic import BaseModel, PrivateAttr
 
 from tasks import artifacts, stopping
+from tasks.cluster import cluster_workers
 
 # Settings a worker thread keeps (one entry per distinct serialized settings: flows run with
 # temporary settings, or against another server, get their own), with an API client for each.
@@ -278,7 +279,7 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
         """Wait until every worker has sent the artifacts its tasks published
         (tasks/artifacts.py): a run's tasks may have run on several. The run's last task waits
         for its own worker's, so a cluster of one worker needs no round trip."""
-        if self._client is None or len(self._client.scheduler_info()["workers"]) <= 1:
+        if self._client is None or len(cluster_workers(self._client)) <= 1:
             return
         # a worker that has left answers with its error rather than failing the run
         self._client.run(artifacts.wait_on_dask_worker, timeout, on_error="return")

@@ -64,6 +64,14 @@ def _gpu_cluster(env: dict, **kwargs):
     return Cluster(**kwargs)
 
 
+def cluster_workers(client) -> dict[str, dict]:
+    """The workers the scheduler has now, by address, each with its identity (name, status, ...).
+    Asked of the scheduler on every call: ``client.scheduler_info()`` fetches them but returns
+    the client's cache, which its periodic refresh (every 2 s, without per-worker entries)
+    can overwrite between that fetch and the return, so that it sometimes lists no worker."""
+    return client.sync(client.scheduler.identity)["workers"]
+
+
 def local_workers(backend: str | None = None) -> int:
     """Workers local_cluster() starts: one per GPU, else GRAPH_DASK_WORKERS or min(4, cores)."""
     if be.resolve(backend) == "cupy":

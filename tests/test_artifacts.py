@@ -13,6 +13,7 @@ from prefect.client.orchestration import get_client
 from prefect.context import get_run_context
 
 from tasks import artifacts
+from tasks.cluster import cluster_workers
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -221,7 +222,7 @@ def test_every_workers_artifacts_are_on_the_server_when_a_run_on_a_running_clust
 
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address="127.0.0.1:0") as cluster, \
             Client(cluster) as client:
-        forest_worker, write_worker = sorted(client.scheduler_info()["workers"])
+        forest_worker, write_worker = sorted(cluster_workers(client))
         client.register_plugin(_slow_markdown_on(forest_worker))
 
         @flow(persist_result=False)

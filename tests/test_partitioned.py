@@ -151,6 +151,20 @@ def test_ties_parallel_edges_self_loops_and_components(client, tmp_path, partiti
             [f"part-{r:05d}.parquet" for r in range(partitions)]
 
 
+def test_a_run_counts_the_workers_the_scheduler_has_not_the_clients_cached_table(client, tmp_path, monkeypatch):
+    """The client's cached scheduler table lists no worker between two refreshes at times (its
+    periodic refresh asks for totals only): a run reads the scheduler's own list, so such a table
+    neither refuses the run for want of workers nor reports a live rank's worker as dead."""
+    monkeypatch.setattr(client, "scheduler_info", lambda *a, **k: {"workers": {}})
+    path = tricky_dataset(tmp_path / "g")
+    src, dst, weight = read_columns(path)
+    summary = run_partitioned(str(path), str(tmp_path / "out"), 3, client=client)
+    s, d, ids = renumber(src, dst)
+    total, count = scipy_msf_weight(ids.shape[0], s, d, weight)
+    assert summary["partitions"] == 3
+    assert summary["forest_weight"] == pytest.approx(total) and summary["forest_edges"] == count
+
+
 def test_source_sets_depth_limit_and_directed(client, tmp_path):
     path = realgraphs_dir() / "rome99.parquet"
     src, dst, weight = read_columns(path)
@@ -248,8 +262,16 @@ class _Rank:
 
 
 class _Scheduler:
-    def scheduler_info(self):
-        return {"workers": {"w0": {}, "w1": {}, "w2": {}}}
+    """A client as the driver uses it: the scheduler's workers (tasks.cluster.cluster_workers)
+    and cancel."""
+
+    class scheduler:
+        @staticmethod
+        def identity():
+            return {"workers": {"w0": {}, "w1": {}, "w2": {}}}
+
+    def sync(self, function, *args, **kwargs):
+        return function(*args, **kwargs)
 
     def cancel(self, futures):
         pass

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kernels import backend as be
 from kernels.footprint import gpu_bytes
-from tasks.cluster import local_cluster
+from tasks.cluster import cluster_workers, local_cluster
 from tasks.errors import DeviceMemoryError, InputError, OutputError
 from tasks.forest_weight import KRUSKAL_LIMIT
 from tasks.parameters import parse_partitions, source_plan
@@ -136,7 +136,7 @@ def _check_integer_ids(path: str, ids: list) -> None:
 
 def ordered_workers(client) -> list[str]:
     """The addresses of ``client``'s workers, by worker name: the order ranks are given out in."""
-    info = client.scheduler_info()["workers"]
+    info = cluster_workers(client)
     return sorted(info, key=lambda a: (str(info[a].get("name")), a))
 
 
@@ -339,7 +339,7 @@ def await_ranks(client, futures, workers) -> list[dict]:
                 errors[rank] = futures[rank].exception()
             elif status == "cancelled" and rank not in errors:
                 lost[rank] = workers[rank]
-        alive = set(client.scheduler_info()["workers"])
+        alive = set(cluster_workers(client))
         for rank, w in enumerate(workers):
             if w not in alive and statuses[rank] not in ("finished", "error"):
                 lost[rank] = w
