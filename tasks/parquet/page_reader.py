@@ -114,33 +114,34 @@ def footer_fallback(layout: FileLayout, chunk: ColumnChunk | None, column: str, 
     return None
 
 
+def _unsupported(pages: PageTable, with_levels: bool) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Per header field the decoder may not take: (the reason's words, the pages whose field it
+    does not take, the field's codes). The definition levels' encoding only ``with_levels``
+    (a chunk of a required column has none to decode)."""
+    kind, encoding, levels = pages.page_type, pages.encoding, pages.definition_level_encoding
+    data = (kind == DATA_PAGE) | (kind == DATA_PAGE_V2)
+    fields = [("encoding {}", data & ~np.isin(encoding, VALUE_ENCODINGS), encoding),
+              ("dictionary page encoding {}", (kind == DICTIONARY_PAGE) & ~np.isin(encoding, DICTIONARY_ENCODINGS),
+               encoding)]
+    if with_levels:
+        fields.append(("definition levels in {}", (kind == DATA_PAGE) & (levels != RLE), levels))
+    return fields
+
+
 def header_fallback(pages: PageTable, chunk: ColumnChunk) -> str | None:
     """Why the chunk's page headers send it to the host reader: an encoding the decoder does not
     take (looked up on the header arrays, not page by page)."""
-    kind, encoding = pages.page_type, pages.encoding
-    data = (kind == DATA_PAGE) | (kind == DATA_PAGE_V2)
-    for pages_of, allowed, what in ((data, VALUE_ENCODINGS, "encoding"),
-                                    (kind == DICTIONARY_PAGE, DICTIONARY_ENCODINGS, "dictionary page encoding")):
-        bad = pages_of & ~np.isin(encoding, allowed)
+    for words, bad, codes in _unsupported(pages, bool(chunk.max_definition_level)):
         if bad.any():
-            code = int(encoding[np.argmax(bad)])
-            return f"{what} {ENCODING_NAMES.get(code, code)}"
-    if chunk.max_definition_level:
-        bad = (kind == DATA_PAGE) & (pages.definition_level_encoding != RLE)
-        if bad.any():
-            code = int(pages.definition_level_encoding[np.argmax(bad)])
-            return f"definition levels in {ENCODING_NAMES.get(code, code)}"
+            code = int(codes[np.argmax(bad)])
+            return words.format(ENCODING_NAMES.get(code, code))
     return None
 
 
 def possible_fallbacks(pages: PageTable) -> np.ndarray:
     """Pages whose header may send their chunk to the host reader (``header_fallback`` decides,
     chunk by chunk): all pages' headers screened at once, since almost no chunk has one."""
-    kind, encoding = pages.page_type, pages.encoding
-    data = (kind == DATA_PAGE) | (kind == DATA_PAGE_V2)
-    return ((data & ~np.isin(encoding, VALUE_ENCODINGS))
-            | ((kind == DICTIONARY_PAGE) & ~np.isin(encoding, DICTIONARY_ENCODINGS))
-            | ((kind == DATA_PAGE) & (pages.definition_level_encoding != RLE)))
+    return np.logical_or.reduce([bad for _, bad, _ in _unsupported(pages, with_levels=True)])
 
 
 def corrupt(unit: ReadUnit, fs, chunk: ColumnChunk, exc: InputError) -> InputError:
