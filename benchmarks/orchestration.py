@@ -53,10 +53,10 @@ from kernels.graph import build_graph
 from kernels.msf import minimum_spanning_forest
 from kernels.verify import verify_bfs, verify_forest
 from tasks.graph_tasks import prepare_input
-from tasks.parquet.results import BFS_RESULT_NAME, FOREST_RESULT_NAME
-from tasks.parquet.tables import (dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table,
+from tasks.parquet.write.results import BFS_RESULT_NAME, FOREST_RESULT_NAME
+from tasks.parquet.write.tables import (dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table,
                                   vertex_names)
-from tasks.parquet.write import resolve_writer, write_many
+from tasks.parquet.write.result_files import resolve_writer, write_many
 
 STAGES = ("load", "prepare", "csr", "bfs", "msf", "validate", "write")
 # the pipeline flow's task runs with one source set: load, CSR, BFS, forest, two validations,

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from tasks.parquet.pages import parse_page_headers, plan_column_chunks, read_chunk_bytes
+from tasks.parquet.read.pages import parse_page_headers, plan_column_chunks, read_chunk_bytes
 
 
 def main(rows: int = 4_100_000) -> None:

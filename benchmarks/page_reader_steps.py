@@ -47,11 +47,13 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     import cupy
 
-    from kernels import gpu_page_headers, gpu_parquet
-    from kernels.parquet_batch import decode_pages
-    from tasks.parquet import nvcomp_c, page_reader
-    from tasks.parquet.pages import PageTable, batch_pages, plan_column_chunks, read_chunks_into
-    from tasks.parquet.read import read_edges
+    from kernels.parquet import gpu_headers
+    from kernels.parquet import gpu_pages
+    from kernels.parquet.batch import decode_pages
+    from tasks.parquet.codec import nvcomp_c
+    from tasks.parquet.read import page_reader
+    from tasks.parquet.read.pages import PageTable, batch_pages, plan_column_chunks, read_chunks_into
+    from tasks.parquet.read.reader import read_edges
 
     columns = args.columns.split(",")
     plan = plan_column_chunks(pq.ParquetFile(args.path).metadata, columns, args.path)
@@ -65,17 +67,17 @@ def main(argv=None) -> int:
     stored = cupy.empty(pinned.size, dtype=cupy.uint8)
     steps["upload"] = timed(lambda: stored.set(pinned))
     num_values = [c.num_values for c in plan]
-    steps["page headers"] = timed(lambda: gpu_page_headers.page_headers(stored, starts, sizes, num_values))
-    headers = gpu_page_headers.page_headers(stored, starts, sizes, num_values)
+    steps["page headers"] = timed(lambda: gpu_headers.page_headers(stored, starts, sizes, num_values))
+    headers = gpu_headers.page_headers(stored, starts, sizes, num_values)
     pages = PageTable(dict(headers.columns))
     page_in = starts[pages.chunk] + pages.offset
-    steps["CRC32 of every page"] = timed(lambda: gpu_page_headers.crc32_pages(stored, page_in, pages.compressed_size))
+    steps["CRC32 of every page"] = timed(lambda: gpu_headers.crc32_pages(stored, page_in, pages.compressed_size))
     codecs = {c.codec for c in plan}
     record_codec = ",".join(sorted(codecs))
     body = cupy.empty(int(pages.uncompressed_size.sum()), dtype=cupy.uint8)
     out_at = np.cumsum(pages.uncompressed_size) - pages.uncompressed_size
     if codecs == {"SNAPPY"}:
-        steps["Snappy walk"] = timed(lambda: gpu_parquet.snappy_check(stored, page_in, pages.compressed_size,
+        steps["Snappy walk"] = timed(lambda: gpu_pages.snappy_check(stored, page_in, pages.compressed_size,
                                                                       pages.uncompressed_size))
         steps["nvCOMP Snappy decompression"] = timed(lambda: nvcomp_c.decompress(
             "Snappy", stored, page_in, pages.compressed_size, body, out_at, pages.uncompressed_size))

@@ -4,12 +4,12 @@
 
 - results: bfs_distances-like (vertex, distance, predecessor with 5% nulls) and mst_edges-like
   (src, dst, weight) tables of --rows rows each, written as the pipeline writes them
-  (`tasks.parquet.write.write_many`: atomic, fsynced, each file encoded in pieces on its share of the
+  (`tasks.parquet.write.result_files.write_many`: atomic, fsynced, each file encoded in pieces on its share of the
   cores), against pyarrow's `pq.write_table` of each file on a thread of its own (one core per
   file), the same compression and dictionary choices, fsynced too;
 - forest only: the mst_edges file alone (what `python -m flows.mst` writes), the same two ways;
 - merge: the mst_edges table written as --parts part files, then made one file by
-  `tasks.parquet.concat.concatenate_files` (pages copied) against a pyarrow rewrite (each part's
+  `tasks.parquet.write.concat.concatenate_files` (pages copied) against a pyarrow rewrite (each part's
   row groups read and written again, what the partitioned run did before).
 Best of --repeat runs each. Appends one record to FILE.
 """
@@ -28,9 +28,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.harness import append_records, machine
-from tasks.parquet.concat import concatenate_files
-from tasks.parquet.results import DEFAULT_COMPRESSION
-from tasks.parquet.write import dictionary_columns, write_many
+from tasks.parquet.write.concat import concatenate_files
+from tasks.parquet.write.results import DEFAULT_COMPRESSION
+from tasks.parquet.write.result_files import dictionary_columns, write_many
 
 
 def result_tables(rows: int, seed: int = 0) -> dict[str, pa.Table]:

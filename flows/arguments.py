@@ -12,9 +12,9 @@ import sys
 
 from tasks import settings
 from tasks.parameters import BACKENDS, NO_WEIGHTS, READERS, RUNNERS, parse_partitions
-from tasks.parquet import locations
-from tasks.parquet.filters import FilterError, parse as parse_filter
-from tasks.parquet.results import COMPRESSIONS, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, LAYOUTS, WRITERS
+from tasks.parquet.store import locations
+from tasks.parquet.dataset.filters import FilterError, parse as parse_filter
+from tasks.parquet.write.results import COMPRESSIONS, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, LAYOUTS, WRITERS
 
 DESCRIPTIONS = {
     "mst": "Minimum spanning forest of a Parquet edge list, written to OUTPUT/mst_edges.parquet.",

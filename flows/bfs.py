@@ -29,9 +29,9 @@ from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, results_writer, validate_bfs,
 )
 from tasks.parameters import source_plan
-from tasks.parquet.locations import join
-from tasks.parquet.output_paths import check_output_paths
-from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT
+from tasks.parquet.store.locations import join
+from tasks.parquet.publish.output_paths import check_output_paths
+from tasks.parquet.write.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT
 from tasks.partitioned_tasks import partitioned_runner
 
 

@@ -20,9 +20,9 @@ from tasks import settings, stopping
 from tasks.artifacts import publish_failure, publish_summary
 from tasks.errors import InputError
 from tasks.parameters import BACKENDS
-from tasks.parquet import locations
-from tasks.parquet.filters import parse as parse_filter
-from tasks.parquet.results import COMPRESSIONS, LAYOUTS, WRITERS
+from tasks.parquet.store import locations
+from tasks.parquet.dataset.filters import parse as parse_filter
+from tasks.parquet.write.results import COMPRESSIONS, LAYOUTS, WRITERS
 from tasks.partitioned_tasks import decide_partitions
 from tasks.report import RunSummary, describe, input_stem
 
@@ -73,7 +73,7 @@ def run_paths(input: str, output: str | None) -> tuple[str, str]:
     input stays empty (input not found), not the current folder. The current folder is looked
     up only for a relative path: absolute paths run from a folder that has been removed. A
     store's URI (s3://...) passes untouched, a file:// URI becomes its path, and an unknown
-    scheme is refused (tasks.parquet.locations)."""
+    scheme is refused (tasks.parquet.store.locations)."""
     output = output_directory(output, input)
     return (_absolute("input", input) if input else input), _absolute("output", output)
 

@@ -25,10 +25,10 @@ def remove_temporaries(params: dict, ending: int | None = None) -> None:
     """The run's processes are gone (or, ``ending``, this one is about to go): what they were
     writing is a stale temporary file."""
     from flows.common import output_directory
-    from tasks.parquet import locations
-    from tasks.parquet.filesystem import resolve
-    from tasks.parquet.publish import remove_stale_staging, remove_stale_store_staging
-    from tasks.parquet.write import remove_stale_temporaries
+    from tasks.parquet.store import locations
+    from tasks.parquet.store.filesystem import resolve
+    from tasks.parquet.publish.publish import remove_stale_staging, remove_stale_store_staging
+    from tasks.parquet.write.result_files import remove_stale_temporaries
 
     output = output_directory(params["output"], params["input"])
     if locations.is_store(output):  # a one-partition run leaves nothing there; a partitioned one its staging

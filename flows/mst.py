@@ -23,9 +23,9 @@ from flows.runners import ChosenAtRunStart
 from tasks.graph_tasks import (
     load_edges, results_writer, spanning_forest, validate_forest,
 )
-from tasks.parquet.locations import join
-from tasks.parquet.output_paths import check_output_paths
-from tasks.parquet.results import DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
+from tasks.parquet.store.locations import join
+from tasks.parquet.publish.output_paths import check_output_paths
+from tasks.parquet.write.results import DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
 from tasks.partitioned_tasks import partitioned_runner
 
 

@@ -24,9 +24,9 @@ from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, spanning_forest, results_writer, validate_bfs, validate_forest,
 )
 from tasks.parameters import source_plan
-from tasks.parquet.locations import join
-from tasks.parquet.output_paths import check_output_paths
-from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
+from tasks.parquet.store.locations import join
+from tasks.parquet.publish.output_paths import check_output_paths
+from tasks.parquet.write.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
 from tasks.partitioned_tasks import partitioned_runner
 
 

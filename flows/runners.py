@@ -170,14 +170,14 @@ def cluster_started_early(runner):
 def edge_count(path: str, filter: str | None = None) -> int | None:
     """Input rows according to the Parquet footers (no data is read), or None when they cannot
     be read: the load task then reports what is wrong with the input. The files are those the
-    load reads (tasks.parquet.discovery.dataset_files): pyarrow.dataset would take a README beside the
+    load reads (tasks.parquet.dataset.discovery.dataset_files): pyarrow.dataset would take a README beside the
     parts for one and fail, and the count of a large graph would be unknown. With a filter, the
     files of the partition folders it keeps (their rows, before its data columns are asked)."""
     import pyarrow.parquet as pq
 
-    from tasks.parquet.discovery import dataset_files
-    from tasks.parquet.filesystem import resolve
-    from tasks.parquet.selection import Selection
+    from tasks.parquet.dataset.discovery import dataset_files
+    from tasks.parquet.store.filesystem import resolve
+    from tasks.parquet.dataset.selection import Selection
 
     try:
         fs, root = resolve(path)

@@ -36,16 +36,16 @@ from tasks import artifacts, settings, stopping
 from tasks.errors import DeviceMemoryError, HostMemoryError, InputError, OutputError
 from tasks.forest_weight import KRUSKAL_LIMIT, kruskal_check, reported_total
 from tasks.lineage import materializing
-from tasks.parquet.checks import integer_vertex_id
-from tasks.parquet.locations import absolute, join
-from tasks.parquet.page_writer import refusal
-from tasks.parquet.publish import publish_results
-from tasks.parquet.read import read_edges
-from tasks.parquet.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_RESULT_NAME
-from tasks.parquet.tables import (
+from tasks.parquet.read.checks import integer_vertex_id
+from tasks.parquet.store.locations import absolute, join
+from tasks.parquet.write.page_writer import refusal
+from tasks.parquet.publish.publish import publish_results
+from tasks.parquet.read.reader import read_edges
+from tasks.parquet.write.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_RESULT_NAME
+from tasks.parquet.write.tables import (
     dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table, vertex_names,
 )
-from tasks.parquet.write import resolve_writer, written_by
+from tasks.parquet.write.result_files import resolve_writer, written_by
 from tasks.pickling import pickle_by_reference
 from tasks.report import (
     RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, count, direction_summary, filter_text,
@@ -70,7 +70,7 @@ class PreparedEdges:
     renumber_seconds: float
     unit_weights: bool = False  # an unweighted input's forest: every edge weighs 1 (UNIT_WEIGHT)
     selection: dict | None = None  # what a filter kept (the filter keys of RunSummary)
-    reader: dict | None = None  # which Parquet reader decoded what (tasks.parquet.host_reader)
+    reader: dict | None = None  # which Parquet reader decoded what (tasks.parquet.read.host_reader)
 
     @property
     def rows(self) -> int:
@@ -410,11 +410,11 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     """Every result file of the run at once, each written atomically: OUTPUT/bfs_distances.parquet
     per search (``outputs``, in the order of ``searches``) and OUTPUT/mst_edges.parquet. Then the
     BFS results an earlier run left under OUTPUT that this run does not replace are removed, all
-    while no other run publishes into OUTPUT (tasks.parquet.publish.publish_results). Runs once every
+    while no other run publishes into OUTPUT (tasks.parquet.publish.publish.publish_results). Runs once every
     check in ``checks`` passed, and returns the run's summary (summarize), the one product the
     flow process fetches. The run's last task: the artifacts its process published are on the
     server before it ends (tasks/artifacts.py says how other workers' are). ``writer``: auto,
-    gpu or host (tasks.parquet.write.resolve_writer); with gpu the results go to the page writer
+    gpu or host (tasks.parquet.write.result_files.resolve_writer); with gpu the results go to the page writer
     as the compute backend's arrays, except files the page writer does not take (string ids)."""
     p: PreparedEdges = prepared.value
     start = time.perf_counter()

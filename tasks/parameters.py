@@ -3,7 +3,7 @@ checks its arguments with this module before it imports Prefect, so it imports n
 the flows' parameter types, and the partitioned driver.
 
 - the choice lists: BACKENDS, RUNNERS, READERS (the writer's, COMPRESSIONS and LAYOUTS, are
-  tasks.parquet.results');
+  tasks.parquet.write.results');
 - ``parse_partitions``: a partition count as a flag, a setting or a parameter gives it;
 - ``source_plan``: the searches of a run, where each writes and how its artifacts are keyed.
 """
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from tasks.errors import InputError
-from tasks.parquet.locations import join
+from tasks.parquet.store.locations import join
 
 BACKENDS = ("auto", "numpy", "cupy")  # auto: cupy when a GPU is usable (kernels.backend.resolve)
 RUNNERS = ("auto", "dask", "threads")  # where tasks run (flows/runners.py)
-READERS = ("auto", "gpu", "host")  # the Parquet reader (tasks.parquet.read.resolve_reader)
+READERS = ("auto", "gpu", "host")  # the Parquet reader (tasks.parquet.read.reader.resolve_reader)
 NO_WEIGHTS = "none"  # --weight-col none: an unweighted edge list (weight_col None in the flows)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
-from tasks.parquet.locations import absolute
+from tasks.parquet.store.locations import absolute
 
 
 class RunSummary(TypedDict):
@@ -27,9 +27,9 @@ class RunSummary(TypedDict):
     validation: str  # "passed" (a run whose validation fails has no summary: it failed)
     outputs: list[str]  # absolute paths of the results written
     # the Parquet reader: {"reader": "gpu" | "host", "columns": {column: {reader: column chunks}},
-    # "fallbacks": {reason: chunks left to the host reader}, ...} (tasks.parquet.host_reader)
+    # "fallbacks": {reason: chunks left to the host reader}, ...} (tasks.parquet.read.host_reader)
     reader: NotRequired[dict]
-    # what encoded each output, in the order of outputs (tasks.parquet.write.written_by):
+    # what encoded each output, in the order of outputs (tasks.parquet.write.result_files.written_by):
     # "gpu page writer on cupy, nvCOMP snappy", "host (pyarrow)", or "host (pyarrow; the page
     # writer takes no string vertex ids)"
     writers: NotRequired[list[str]]
@@ -47,7 +47,7 @@ class RunSummary(TypedDict):
     rounds: NotRequired[int]  # Boruvka rounds
     edges_per_second: NotRequired[int | None]  # input edges per second of the forest's stage
     unit_weights: NotRequired[bool]  # the input had no weight column: every edge weighed 1
-    # a filtered input (tasks.parquet.selection): the filter's text, the files with a row it
+    # a filtered input (tasks.parquet.dataset.selection): the filter's text, the files with a row it
     # kept, the files opened (the rest were in excluded partition folders), the row groups their
     # statistics ruled out, and the rows of the files opened (``edges`` are the rows kept)
     filter: NotRequired[str]

@@ -1,4 +1,4 @@
-"""The batched page steps (kernels/parquet_batch.py; on CuPy kernels/cuda/parquet_values.cu)
+"""The batched page steps (kernels/parquet/batch.py; on CuPy kernels/cuda/parquet_values.cu)
 decode what the page-by-page reference decodes, bit for bit, for every chunk they take; they
 take every null-free PLAIN and dictionary chunk pyarrow writes, v1 and v2; they leave to the
 reference every chunk with a null, another encoding, or a damaged page, and never return values
@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernels.parquet_batch import HostSteps, decode_pages, snappy_fault
-from kernels.parquet_decode import PageError
+from kernels.parquet.batch import HostSteps, decode_pages, snappy_fault
+from kernels.parquet.decode import PageError
 from tasks.errors import InputError
-from tasks.parquet.decompress import decompress_pages_host
-from tasks.parquet.pages import (batch_pages, decode_chunks, parse_page_headers, plan_column_chunks,
+from tasks.parquet.codec.decompress import decompress_pages_host
+from tasks.parquet.read.pages import (batch_pages, decode_chunks, parse_page_headers, plan_column_chunks,
                                  read_chunk_bytes)
 from tests.conftest import host
 
@@ -254,7 +254,7 @@ def test_snappy_walk_on_the_gpu_agrees_with_the_reference(backend):
         pytest.skip("the kernel runs on CuPy")
     import cupy as cp
 
-    from kernels import gpu_parquet
+    from kernels.parquet import gpu_pages
     rng = np.random.default_rng(5)
     streams, declared = [], []
     for k in range(400):
@@ -271,6 +271,6 @@ def test_snappy_walk_on_the_gpu_agrees_with_the_reference(backend):
     starts = np.cumsum(lengths) - lengths
     data = np.frombuffer(b"".join(streams), np.uint8)
     want = HostSteps.snappy_check(data, starts, lengths, np.array(declared))
-    got = gpu_parquet.snappy_check(cp.asarray(data), starts, lengths, np.array(declared))
+    got = gpu_pages.snappy_check(cp.asarray(data), starts, lengths, np.array(declared))
     np.testing.assert_array_equal(got, want)
     assert (want == 0).sum() > 50 and (want != 0).sum() > 50

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.parquet.publish import publish_results
+from tasks.parquet.publish.publish import publish_results
 from tests.conftest import ROOT
 from tests.helpers import listing, ring
 

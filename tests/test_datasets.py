@@ -22,7 +22,7 @@ import pytest
 from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
-from tasks.parquet.read import read_edges
+from tasks.parquet.read.reader import read_edges
 from tasks.partitioned.driver import run_partitioned
 from tests.conftest import ROOT, SEED_EDGES
 from tests.helpers import EDGES, random_edges, run

@@ -1,7 +1,7 @@
 """Decimal weights: each becomes its nearest float64 (Arrow's own cast is not correctly
 rounded), and the forest is Kruskal's under the exact weights; two decimals that float64 cannot
 tell apart are refused naming file, column, row and value, on one partition and on several.
-The significant-digit count that sends long decimals to the exact check (tasks/parquet/checks.py)
+The significant-digit count that sends long decimals to the exact check (tasks/parquet/read/checks.py)
 against Python's Decimal, on named values and generated ones."""
 from decimal import Context, Decimal
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flows import mst as mst_cli
-from tasks.parquet.checks import DECIMAL_DIGITS_FLOAT64_KEEPS, significant_digits
+from tasks.parquet.read.checks import DECIMAL_DIGITS_FLOAT64_KEEPS, significant_digits
 from tests.helpers import run
 from tests.references import assert_forest, kruskal_rows
 

@@ -27,9 +27,9 @@ from flows.runners import task_runner
 from kernels import backend as be
 from kernels.footprint import gpu_bytes
 from tasks import graph_tasks
-from tasks.parquet.read import read_edges, read_share
+from tasks.parquet.read.reader import read_edges, read_share
 from tasks.errors import DeviceMemoryError, InputError
-from tasks.parquet.plan import plan_input
+from tasks.parquet.dataset.plan import plan_input
 from tests.conftest import ROOT
 from tests.helpers import listing, ring, run, write_edges
 from tests.references import result_tables

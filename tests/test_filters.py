@@ -18,7 +18,7 @@ from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
 from flows.mst import mst_flow
-from tasks.parquet.read import read_edges
+from tasks.parquet.read.reader import read_edges
 from tests.helpers import listing, run, write_edges
 from tests.references import assert_distances, assert_forest, scipy_msf_weight
 

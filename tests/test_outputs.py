@@ -101,7 +101,7 @@ def test_a_partitioned_run_replaces_all_its_results_or_none(tmp_path, capsys, mo
 def test_publish_puts_back_the_results_it_moved_when_a_later_move_fails(tmp_path):
     """A move that fails once others are done (here: a result missing from staging) undoes them."""
     from tasks.errors import OutputError
-    from tasks.parquet.publish import publish
+    from tasks.parquet.publish.publish import publish
 
     staging, output = tmp_path / "o" / ".staging", tmp_path / "o"
     (staging / "source-set-0").mkdir(parents=True)
@@ -120,7 +120,7 @@ def test_results_written_together_replace_all_or_none(tmp_path):
     """Results are written at once; the distances' file cannot be created (its temporary's path
     is too long for the system, as a full disk would fail it), while the forest's can. The
     forest used to replace the old one all the same, leaving two runs' results mixed."""
-    from tasks.parquet.write import write_many
+    from tasks.parquet.write.result_files import write_many
     from tasks.errors import OutputError
 
     # the distances' temporary is 18 characters longer than the forest's: PATH_MAX falls between

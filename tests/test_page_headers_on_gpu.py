@@ -1,5 +1,5 @@
-"""The GPU's page headers and page CRC32s (kernels/gpu_page_headers.py) are the host's: the
-table tasks.parquet.pages.parse_page_headers builds, field for field, from pyarrow files of both
+"""The GPU's page headers and page CRC32s (kernels/parquet/gpu_headers.py) are the host's: the
+table tasks.parquet.read.pages.parse_page_headers builds, field for field, from pyarrow files of both
 page versions, with and without CRCs, statistics, dictionaries and nulls, in several codecs and
 page sizes, from DuckDB files and an empty file; a chunk status that is non-zero exactly where
 that parser raises (truncated chunks, flipped header bytes, a page past the chunk's end, value
@@ -27,10 +27,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from kernels import backend as be
-from kernels import gpu_page_headers as gph
+from kernels.parquet import gpu_headers as gph
 from kernels.cuda_source import DIRECTORY
 from tasks.errors import InputError
-from tasks.parquet.pages import (PAGE_FIELDS, ColumnChunk, parse_page_headers, plan_column_chunks,
+from tasks.parquet.read.pages import (PAGE_FIELDS, ColumnChunk, parse_page_headers, plan_column_chunks,
                                  read_chunk_bytes)
 
 LOCAL = pafs.LocalFileSystem()

@@ -15,10 +15,10 @@ from flows.arguments import build_parser, parameters
 from flows.mst import mst_flow
 from kernels import backend as be
 from tasks.errors import InputError
-from tasks.parquet import page_reader
-from tasks.parquet.decompress import nvcomp_usable
-from tasks.parquet.plan import plan_input
-from tasks.parquet.read import read_edges, read_share, resolve_reader
+from tasks.parquet.read import page_reader
+from tasks.parquet.codec.decompress import nvcomp_usable
+from tasks.parquet.dataset.plan import plan_input
+from tasks.parquet.read.reader import read_edges, read_share, resolve_reader
 from tasks.report import merge_reader_reports, reader_text
 from tests import test_bad_input as bad_input
 from tests import test_datasets as datasets

@@ -20,14 +20,14 @@ from flows import pipeline as pipeline_cli
 from flows.arguments import build_parser, parameters
 from flows.pipeline import pipeline_flow
 from kernels import backend as be
-from kernels.parquet_decode import decode_hybrid
-from kernels.parquet_encode import hybrid, interleave, present_levels
+from kernels.parquet.decode import decode_hybrid
+from kernels.parquet.encode import hybrid, interleave, present_levels
 from tasks.errors import OutputError
-from tasks.parquet.decompress import nvcomp_usable
-from tasks.parquet.page_writer import DICTIONARY_PAGE_LIMIT, write_columns
-from tasks.parquet.results import COMPRESSIONS, RESULT_KEY
-from tasks.parquet.tables import dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table
-from tasks.parquet.write import dictionary_columns, resolve_writer, write_many
+from tasks.parquet.codec.decompress import nvcomp_usable
+from tasks.parquet.write.page_writer import DICTIONARY_PAGE_LIMIT, write_columns
+from tasks.parquet.write.results import COMPRESSIONS, RESULT_KEY
+from tasks.parquet.write.tables import dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table
+from tasks.parquet.write.result_files import dictionary_columns, resolve_writer, write_many
 from tasks.report import summary_rows
 from tests.conftest import host
 from tests.helpers import assert_same_results, random_edges, run, string_graph, write_edges

@@ -1,4 +1,4 @@
-"""Parquet files concatenated by copying pages under one footer (tasks/parquet/concat.py): what
+"""Parquet files concatenated by copying pages under one footer (tasks/parquet/write/concat.py): what
 the results are written with (a table encoded in pieces on several cores) and how a partitioned
 run's parts become one file. Checked against pyarrow's own serial writer (same row groups, same
 statistics, same pages) and read back by DuckDB, a reader that shares no code with pyarrow."""
@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.parquet.concat import ParquetConcatError, concatenate_files, row_group_rows, write_table_parallel
-from tasks.parquet.thrift import decode_struct, encode_struct
-from tasks.parquet.write import write_many
+from tasks.parquet.write.concat import ParquetConcatError, concatenate_files, row_group_rows, write_table_parallel
+from kernels.parquet.thrift import decode_struct, encode_struct
+from tasks.parquet.write.result_files import write_many
 
 
 def result_like_table(rows: int, seed: int = 0) -> pa.Table:
@@ -195,7 +195,7 @@ def test_where_the_kernel_will_not_copy_the_pages_pass_through_the_process(tmp_p
         def refuse(*args):
             raise OSError(refusal, os.strerror(refusal))
         monkeypatch.setattr(os, "copy_file_range", refuse)
-    monkeypatch.setattr("tasks.parquet.concat._COPY_CHUNK", 4096)  # many chunks per part
+    monkeypatch.setattr("tasks.parquet.write.concat._COPY_CHUNK", 4096)  # many chunks per part
     concatenate_files(parts, tmp_path / "one.parquet", threads=2)
     assert pq.read_table(tmp_path / "one.parquet").equals(pa.concat_tables(tables))
 

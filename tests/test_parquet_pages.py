@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernels import parquet_decode as pd
-from kernels.parquet_encode import uleb128
+from kernels.parquet import decode as pd
+from kernels.parquet.encode import uleb128
 from tasks.errors import InputError
-from tasks.parquet.decompress import (check_page_crcs, decompress_pages_host,
+from tasks.parquet.codec.decompress import (check_page_crcs, decompress_pages_host,
                                       hadoop_lz4_frames)
-from tasks.parquet.page_reader import read_columns
-from tasks.parquet.pages import (DATA_PAGE, PageTable, decode_chunks, parse_page_headers,
+from tasks.parquet.read.page_reader import read_columns
+from tasks.parquet.read.pages import (DATA_PAGE, PageTable, decode_chunks, parse_page_headers,
                                  plan_column_chunks, read_chunk_bytes)
 from tests.conftest import host
 

@@ -295,7 +295,7 @@ def test_a_ranks_own_error_is_reported_when_it_settles_while_its_peers_errors_ar
 def one_partition_tables(path: Path, sources: list[str]) -> dict:
     """What a one-partition run writes, from the same reader and kernels (tasks.graph_tasks)."""
     from tasks.graph_tasks import dense_sources, prepare_input
-    from tasks.parquet.tables import dense_bfs_table, dense_forest_table, vertex_names
+    from tasks.parquet.write.tables import dense_bfs_table, dense_forest_table, vertex_names
 
     prepared = prepare_input(str(path), "src", "dst", "weight", "numpy")
     graph = build_graph(prepared.edges, False)
@@ -365,7 +365,7 @@ def _bad(tmp_path: Path, case: str) -> Path:
 @pytest.mark.parametrize("case", ["nan-weight", "inexact-integer-weight", "big-and-negative-ids",
                                   "missing-weight-column"])
 def test_bad_input_is_refused_with_the_one_partition_runs_message(client, tmp_path, case):
-    from tasks.parquet.read import read_edges
+    from tasks.parquet.read.reader import read_edges
 
     path = _bad(tmp_path, case)
     with pytest.raises(InputError) as one:

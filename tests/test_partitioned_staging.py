@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from tasks.errors import OutputError
-from tasks.parquet.publish import remove_staging, staging_name
-from tasks.parquet.write import write_parts
+from tasks.parquet.publish.publish import remove_staging, staging_name
+from tasks.parquet.write.result_files import write_parts
 
 
 def result_tables(sets: int, rows: int) -> dict[str, pa.Table]:

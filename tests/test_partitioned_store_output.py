@@ -15,7 +15,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from tasks import stopping
 from tasks.errors import InputError, OutputError
-from tasks.parquet.store_staging import close_staging, open_staging, upload_parts
+from tasks.parquet.publish.store_staging import close_staging, open_staging, upload_parts
 from tasks.partitioned.driver import PartitionFailed, run_partitioned
 from tests.helpers import edge_dataset, store_listing
 from tests.test_partitioned_staging import result_tables
@@ -214,7 +214,7 @@ def test_a_rank_uploading_while_the_driver_gives_the_run_up_leaves_no_object(s3,
 def test_a_one_partition_run_replaces_a_partitioned_runs_dataset_in_the_bucket(store_client, s3, edges):
     """The one-partition publishing (publish_to_store) deletes the parts at a result's path
     before it uploads the object there: a listing would otherwise show the result twice."""
-    from tasks.parquet.publish import publish_to_store
+    from tasks.parquet.publish.publish import publish_to_store
 
     prefix = "graphs/one-after-many"
     run_partitioned(edges, f"s3://{prefix}", 3, forest=True, output_layout="dataset", client=store_client)

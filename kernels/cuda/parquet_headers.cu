@@ -1,5 +1,5 @@
 // Parquet page headers (Thrift compact PageHeader) parsed on the GPU, and page CRC32s.
-// Driver: kernels/gpu_page_headers.py (which states the contracts and the status codes).
+// Driver: kernels/parquet/gpu_headers.py (which states the contracts and the status codes).
 //
 // ---- page headers -------------------------------------------------------------------------
 //   buffer   : u8 [..]          column chunks back to back; chunk c is
@@ -17,7 +17,7 @@
 // after the scan, page_headers_fill (the rows). Parsing twice costs less than bounding the
 // table without counting: a page can be 5 header bytes long, so a bound would be size / 5 rows.
 //
-// The walk mirrors tasks/parquet/pages.py parse_page_headers (_parse_header, _skip and
+// The walk mirrors tasks/parquet/read/pages.py parse_page_headers (_parse_header, _skip and
 // _skip_flat_struct) decision for decision, so a chunk's status is non-zero exactly where that
 // parser raises for the chunk alone. Where Python's integers are unbounded, a varint here keeps
 // its low 64 bits and a flag saying whether more were set ("wide"). The differences, all for
@@ -27,14 +27,14 @@
 // values, 2**64 times); a size read past the chunk's end is refused when it is read, where
 // Python refuses at its next read (there always is one: a header ends with its stop byte).
 
-// Slots of a page row: PAGE_FIELDS of kernels/gpu_page_headers.py, in that order.
+// Slots of a page row: PAGE_FIELDS of kernels/parquet/gpu_headers.py, in that order.
 enum {
     PH_CHUNK, PH_HEADER_OFFSET, PH_OFFSET, PH_PAGE_TYPE, PH_UNCOMPRESSED_SIZE, PH_COMPRESSED_SIZE,
     PH_CRC, PH_NUM_VALUES, PH_ENCODING, PH_DEFINITION_LEVEL_ENCODING, PH_NUM_NULLS, PH_NUM_ROWS,
     PH_DEFINITION_LEVELS_LENGTH, PH_REPETITION_LEVELS_LENGTH, PH_IS_COMPRESSED, PH_FIELDS
 };
 
-// Chunk status (kernels/gpu_page_headers.py names them).
+// Chunk status (kernels/parquet/gpu_headers.py names them).
 enum {
     PH_OK,
     PH_UNPARSABLE,  // a read past the chunk's end or an unknown Thrift type (Python: IndexError, ValueError)

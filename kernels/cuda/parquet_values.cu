@@ -1,5 +1,5 @@
-// Parquet page bodies checked and decoded on the GPU, many pages per launch (kernels/gpu_parquet.py
-// drives them; kernels/parquet_batch.py holds the NumPy reference of every step and the plan).
+// Parquet page bodies checked and decoded on the GPU, many pages per launch (kernels/parquet/gpu_pages.py
+// drives them; kernels/parquet/batch.py holds the NumPy reference of every step and the plan).
 //
 // Encodings:
 // - `body` is one uint8 buffer holding every page's uncompressed bytes; a page is known by the
@@ -223,7 +223,7 @@ __device__ __forceinline__ bool read_uleb(const unsigned char* p, i64 end, i64& 
     return false;
 }
 
-// Page status codes (kernels/parquet_batch.py names them)
+// Page status codes (kernels/parquet/batch.py names them)
 #define PAGE_REFERENCE 1  // levels or indices malformed, or nulls: the reference decodes the chunk
 #define PAGE_BAD_INDEX 2  // a dictionary index past the dictionary
 

@@ -1,35 +1,22 @@
-"""The Parquet layer: edge lists in, results out, without Prefect.
+"""The Parquet layer: edge lists in, results out, without Prefect. The format's own facts and
+codecs are kernels.parquet; this layer does the file access, the planning and the checks.
 
-One module per idea, each imported by its own name (this package re-exports nothing), each
-importing only modules listed above it:
-- locations: local paths and store URIs (s3://...) as the user gives them (standard library
-  only, for the command line);
-- results: the results' names and the writer's choices (standard library only);
-- filesystem: the one filesystem interface every file access goes through (pyarrow.fs): the
+Packages by idea, each module imported by its own name (no package re-exports anything):
+- store: local paths and store URIs (locations, standard library only, for the command line);
+  the one filesystem interface every file access goes through (filesystem, pyarrow.fs): the
   local disk with its capabilities beyond it (locks, atomic exchange, file identity, umask),
   and object stores, which lack them;
-- thrift: the compact protocol of footers and page headers, read and written (standard library
-  only);
-- concat: one Parquet file from several by copying pages;
-- tables: the result tables, one pair of builders for both paths;
-- filters: the --filter language, parsed without eval (standard library only, for the command
-  line), and what hive folder values or row-group statistics say it can keep;
-- discovery: which files of an input are its data, and which inputs are refused;
-- selection: a filter applied to an input: folders pruned, row groups skipped, rows kept;
-- plan: the footer plan (files, row groups, id and weight types), read before any data;
-- checks: the value checks of ids and weights, one row group at a time (Arrow columns, or
-  decoded NumPy/CuPy arrays with their validity);
-- pages, decompress: the page reader core (page headers as arrays, page decompression and CRC
-  checks; values decoded by kernels/parquet_decode.py);
-- host_reader: pyarrow's reader as a reader backend, and what every backend shares (``Rows``,
-  the reader's report);
-- page_reader: the page reader core as a reader backend, on the compute backend's arrays;
-- read: the reader, one interface for a one-partition read and a partitioned run's shares,
-  its backends chosen by name (auto, gpu, host);
-- output_paths: which result paths may be written;
-- page_writer: result columns encoded into a Parquet file on the compute backend (encodings by
-  kernels/parquet_encode.py), the writing twin of the page reader;
-- write: atomic writes of result files (by pyarrow, or by the page writer), a partitioned run's
-  parts;
-- publish: results put into place while no other run publishes there.
+- dataset: which files of an input are its data (discovery), the --filter language (filters,
+  standard library only) and what it keeps (selection), and the plan (plan): files, row groups,
+  id and weight types, read from the footers before any data, once per run;
+- codec: page CRC32 checks and decompression (decompress: the host's codecs, nvCOMP through its
+  C API in nvcomp_c);
+- read: the reader (reader), one interface for a one-partition read and a partitioned run's
+  shares, its backends chosen by name (host_reader: pyarrow; page_reader: the page reader over
+  column chunks, pages), the value checks both make (checks);
+- write: the results' names and the writer's choices (results, standard library only), the
+  result tables (tables), the page writer (page_writer), one file from several by copying pages
+  (concat), atomic writes of result files and a partitioned run's parts (result_files);
+- publish: which result paths may be written (output_paths), results put into place while no
+  other run publishes there (publish), a store's staged results (store_staging).
 """

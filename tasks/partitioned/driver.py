@@ -5,7 +5,7 @@ rank each, one GPU each on dask-cuda workers), hands out the rendezvous (a TCP e
 rank, and NCCL's unique id on GPUs) through Dask, starts one long task per worker
 (tasks.partitioned.rank.rank_main) and waits. When every rank has finished, validation
 included, it moves the staged results into the output directory (in a store: publishes them
-from the staging prefix, tasks.parquet.store_staging); when any rank fails it cancels the
+from the staging prefix, tasks.parquet.publish.store_staging); when any rank fails it cancels the
 others, deletes the staging directory (prefix) and raises one error: the first rank's own
 error (a bad input row, a failed validation, ...) when there is one, else which rank was lost.
 
@@ -28,15 +28,15 @@ from tasks.cluster import cluster_workers, local_cluster
 from tasks.errors import DeviceMemoryError, InputError, OutputError
 from tasks.forest_weight import KRUSKAL_LIMIT
 from tasks.parameters import parse_partitions, source_plan
-from tasks.parquet import locations
-from tasks.parquet.checks import integer_vertex_id
-from tasks.parquet.output_paths import prepare_output_dir
-from tasks.parquet.plan import InputPlan, plan_input
-from tasks.parquet.publish import (
+from tasks.parquet.store import locations
+from tasks.parquet.read.checks import integer_vertex_id
+from tasks.parquet.publish.output_paths import prepare_output_dir
+from tasks.parquet.dataset.plan import InputPlan, plan_input
+from tasks.parquet.publish.publish import (
     publish, publishing, remove_earlier_bfs_results, remove_stale_staging, remove_staging, staging_name,
 )
-from tasks.parquet.results import BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, FOREST_RESULT_NAME, LAYOUTS
-from tasks.parquet.store_staging import close_staging, open_staging, publish_staged
+from tasks.parquet.write.results import BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, FOREST_RESULT_NAME, LAYOUTS
+from tasks.parquet.publish.store_staging import close_staging, open_staging, publish_staged
 from tasks.partitioned.comm_tcp import CommError, comm_timeout, open_endpoint
 from tasks.partitioned.rank import RunSpec, nccl_unique_id, rank_main
 from tasks.report import RunSummary, merge_reader_reports, run_summary
@@ -164,7 +164,7 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
     ``output`` as one file each (``output_layout="file"``) or one dataset directory each
     (``"dataset"``), only after every result verified; ``check()``, called just before the first
     result is moved into place, may still refuse (raise). ``reader``: the Parquet reader each
-    rank reads its share with (tasks.parquet.read). Returns the run's summary."""
+    rank reads its share with (tasks.parquet.read.reader). Returns the run's summary."""
     started = time.perf_counter()
     if output_layout not in LAYOUTS:
         raise InputError(f"output layout must be one of {', '.join(LAYOUTS)} (got {output_layout!r})")
@@ -278,7 +278,7 @@ class _LocalStage:
         self.staging.mkdir()
 
     def publish(self, results: list[str], layout: str, size: int, check) -> tuple[list[str], list]:
-        with publishing(self.out):  # other runs into this output wait (tasks.parquet.publish.publishing)
+        with publishing(self.out):  # other runs into this output wait (tasks.parquet.publish.publish.publishing)
             if check is not None:
                 check()
             placed = publish(self.staging, self.out, results)
@@ -299,7 +299,7 @@ class _LocalStage:
 
 class _StoreStage:
     """A staging prefix in a store, its results published in the store's order
-    (tasks.parquet.store_staging)."""
+    (tasks.parquet.publish.store_staging)."""
 
     def __init__(self, output: str, token: str):
         self.fs, self.out, self.staging = open_staging(output, token)

@@ -2,7 +2,7 @@
 same steps and meeting in collectives. Read the share -> renumber together -> CSR of the owned
 vertices -> BFS per source set -> forest by local filtering -> validate every result -> write
 this rank's parts -> (file layout, local staging) each result's parts joined by one rank; in a
-store the driver joins them as it publishes (tasks.parquet.store_staging). Every rank returns its stage times;
+store the driver joins them as it publishes (tasks.parquet.publish.store_staging). Every rank returns its stage times;
 rank 0 also returns the run's figures, which every rank holds after the reductions.
 
 Phases are logged on the ``graph.partitioned`` logger ("rank R: PHASE") at INFO.
@@ -24,14 +24,14 @@ from kernels.partitioned_verify import verify_bfs_partitioned, verify_forest_par
 from kernels.structures import UNIT_WEIGHT
 from tasks.errors import DeviceMemoryError, InputError, ValidationFailed
 from tasks.forest_weight import reported_total
-from tasks.parquet.checks import Signs, unify_signs
-from tasks.parquet.plan import InputPlan
-from tasks.parquet.read import read_share
-from tasks.parquet.results import FOREST_RESULT_NAME
-from tasks.parquet.tables import bfs_table, forest_table
-from tasks.parquet import locations
-from tasks.parquet.store_staging import upload_parts
-from tasks.parquet.write import merge_parts, write_parts
+from tasks.parquet.read.checks import Signs, unify_signs
+from tasks.parquet.dataset.plan import InputPlan
+from tasks.parquet.read.reader import read_share
+from tasks.parquet.write.results import FOREST_RESULT_NAME
+from tasks.parquet.write.tables import bfs_table, forest_table
+from tasks.parquet.store import locations
+from tasks.parquet.publish.store_staging import upload_parts
+from tasks.parquet.write.result_files import merge_parts, write_parts
 from tasks.partitioned.comm_tcp import Mesh, TcpCommunicator
 from tasks.partitioned.vertex_ids import renumber_share
 
@@ -58,7 +58,7 @@ class RunSpec:
     depth_limit: int | None
     timeout: float
     kruskal_limit: int
-    reader: str = "auto"  # the Parquet reader (tasks.parquet.read)
+    reader: str = "auto"  # the Parquet reader (tasks.parquet.read.reader)
 
 
 def nccl_unique_id() -> tuple:
@@ -165,7 +165,7 @@ class _Rank:
         return self.summary
 
     def _unify_signs(self, found: list[Signs]) -> np.dtype:
-        """uint64 ids beside signed ones: the type every rank's ids fit (tasks.parquet.checks' rule, over
+        """uint64 ids beside signed ones: the type every rank's ids fit (tasks.parquet.read.checks' rule, over
         the first id above 2**63-1 and the first negative id of any rank)."""
         files = list(dict.fromkeys(u.file for u in self.spec.plan.footers.units))
         columns = [self.spec.plan.src_col, self.spec.plan.dst_col]

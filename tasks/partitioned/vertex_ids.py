@@ -1,7 +1,7 @@
 """The input's vertex ids on the ranks of a partitioned run: numbering them, finding a source
 among them, and turning dense numbers back into ids for the results.
 
-``renumber_share`` numbers a rank's share (tasks.parquet.read.Share) collectively and returns
+``renumber_share`` numbers a rank's share (tasks.parquet.read.reader.Share) collectively and returns
 the dense ends of its edges, the ``Ownership`` and the owned vertices' ids, as ``IntegerIds``
 or ``StringIds``; both offer, every call collective:
 - ``owned()``: a pyarrow array (the input's id type) of the ids of dense vertices lo .. hi-1;

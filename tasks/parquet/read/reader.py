@@ -1,4 +1,4 @@
-"""The reader: rows of a planned edge list (tasks.parquet.plan), checked, into arrays of the
+"""The reader: rows of a planned edge list (tasks.parquet.dataset.plan), checked, into arrays of the
 compute backend (NumPy or CuPy). One interface serves both paths:
 - ``read_edges(path, ...)``: the whole edge list (a one-partition run), as an ``EdgeTable``;
 - ``read_share(plan, rank, size)``: global rows [rows * r // P, rows * (r + 1) // P) of a
@@ -6,13 +6,13 @@ compute backend (NumPy or CuPy). One interface serves both paths:
   overlap that range, cut to it (a row group on a boundary is decoded by both neighbours).
 Both ask a ``ReaderBackend`` for ``Rows`` of the plan; a backend is registered once in
 ``BACKENDS`` and chosen by name (``reader``, tasks.parameters.READERS):
-- "host": ``HostReader`` (tasks.parquet.host_reader), pyarrow's decoder on the host's cores;
-- "gpu": ``PageReader`` (tasks.parquet.page_reader), the page reader on the compute backend's
+- "host": ``HostReader`` (tasks.parquet.read.host_reader), pyarrow's decoder on the host's cores;
+- "gpu": ``PageReader`` (tasks.parquet.read.page_reader), the page reader on the compute backend's
   arrays (CuPy on a GPU, NumPy elsewhere), column chunks it does not take left to the host
   reader;
 - "auto": "gpu" where the compute backend is CuPy and nvCOMP is usable, else "host".
 Both backends make the same checks and give the same arrays; the read's ``report`` (encoding
-in tasks.parquet.host_reader) says which reader decoded each column's chunks, and why any fell
+in tasks.parquet.read.host_reader) says which reader decoded each column's chunks, and why any fell
 back.
 
 ``EdgeTable`` encoding (arrays of the compute backend):
@@ -21,7 +21,7 @@ back.
 - ``weight``: float32 when every file's weights are float16 or float32, else float64 (integers
   and decimals included), or None; ``rows``: number of input rows; ``path``: input name.
 - ``skipped``: files of a dataset directory that were looked at and are not data (not Parquet);
-  ``selection``: what a filter kept (tasks.parquet.selection), None without one.
+  ``selection``: what a filter kept (tasks.parquet.dataset.selection), None without one.
 ``Share`` encoding: ``src``/``dst`` the ids in the plan's integer dtype (int64 bit patterns
 while uint64 ids sit beside signed ones: ``signs`` then says, per row group, which ids only one
 of int64 and uint64 can hold, and the ranks agree on one type), or for string ids int32 codes
@@ -29,7 +29,7 @@ into ``names`` (the share's own distinct ids, as an EdgeTable's); ``weight`` as 
 share's first global row is ``row_offset``.
 Rows are the dataset's files in discovery order, each file's rows in order (with a filter, only
 the rows it keeps: edge e is the e-th row kept). Every check runs on
-one row group of one file at a time (tasks.parquet.checks), and an error names that file and
+one row group of one file at a time (tasks.parquet.read.checks), and an error names that file and
 the row within it (counted from 0).
 """
 from __future__ import annotations
@@ -41,11 +41,11 @@ import pyarrow as pa
 
 from tasks.errors import InputError
 from tasks.parameters import READERS
-from tasks.parquet.checks import Signs, unify_signs
-from tasks.parquet.decompress import nvcomp_usable
-from tasks.parquet.host_reader import HostReader, ReaderBackend
-from tasks.parquet.page_reader import PageReader
-from tasks.parquet.plan import InputPlan, plan_input
+from tasks.parquet.read.checks import Signs, unify_signs
+from tasks.parquet.codec.decompress import nvcomp_usable
+from tasks.parquet.read.host_reader import HostReader, ReaderBackend
+from tasks.parquet.read.page_reader import PageReader
+from tasks.parquet.dataset.plan import InputPlan, plan_input
 
 
 @dataclass
@@ -56,8 +56,8 @@ class EdgeTable:
     names: pa.Array | None  # string ids: vertex code -> name
     path: str
     skipped: list[str] = field(default_factory=list)
-    selection: dict | None = None  # what a filter kept (tasks.parquet.selection)
-    report: dict = field(default_factory=dict)  # which reader decoded what (tasks.parquet.host_reader)
+    selection: dict | None = None  # what a filter kept (tasks.parquet.dataset.selection)
+    report: dict = field(default_factory=dict)  # which reader decoded what (tasks.parquet.read.host_reader)
 
     @property
     def rows(self) -> int:

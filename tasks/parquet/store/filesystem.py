@@ -1,6 +1,6 @@
 """The one filesystem interface of the Parquet layer: every file the layer reads, lists or
 writes goes through the ``Filesystem`` that ``resolve`` returns for a location (a local path,
-a ``file://`` URI, or a store's URI: tasks.parquet.locations).
+a ``file://`` URI, or a store's URI: tasks.parquet.store.locations).
 
 A ``Filesystem`` wraps a pyarrow ``FileSystem`` (``arrow``: Parquet reads go through
 ``pq.ParquetFile(arrow_path(p), filesystem=arrow)``, ranged reads through
@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from tasks.errors import InputError, OutputError
-from tasks.parquet import locations
+from tasks.parquet.store import locations
 
 
 def reason(exc: OSError) -> str:

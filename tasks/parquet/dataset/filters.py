@@ -25,7 +25,7 @@ is null) are text compared in the type of the literal they meet: as integers wit
 literal (so ``hour=9`` < ``hour=10``), as numbers with a decimal one, as text with a quoted one
 (ISO dates, ``2026-11-01``, sort as dates), as booleans with true/false. A value that is not of
 the literal's type is an error naming it. Data columns compare in their own type
-(tasks.parquet.selection converts the literal).
+(tasks.parquet.dataset.selection converts the literal).
 """
 from __future__ import annotations
 

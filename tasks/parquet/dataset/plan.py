@@ -9,7 +9,7 @@ group, in discovery order) are the rows of the edge list, with the types the rea
 them in:
 - ids: one integer dtype that holds every file's src and dst (``id_type``), or string ids
   (``strings``); ``mixed_signs``: uint64 ids beside signed ones, stored as int64 bit patterns
-  until the values say which type holds them all (tasks.parquet.checks.unify_signs);
+  until the values say which type holds them all (tasks.parquet.read.checks.unify_signs);
 - weights: float32 when every file's weights are float16 or float32, else float64
   (integers and decimals included); None without a weight column;
 - ``vertex_bound``: at most this many distinct ids (2 x rows, or the ids' range by the
@@ -30,10 +30,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.errors import InputError
-from tasks.parquet.discovery import dataset_files
-from tasks.parquet.filesystem import Filesystem, resolve
-from tasks.parquet.results import RESULT_KEY
-from tasks.parquet.selection import Selection
+from tasks.parquet.dataset.discovery import dataset_files
+from tasks.parquet.store.filesystem import Filesystem, resolve
+from tasks.parquet.write.results import RESULT_KEY
+from tasks.parquet.dataset.selection import Selection
 
 
 @dataclass
@@ -145,7 +145,7 @@ def check_columns(path: str, src_col: str, dst_col: str, weight_col: str | None)
 def plan_input(path: str | os.PathLike, src_col: str = "src", dst_col: str = "dst",
                weight_col: str | None = "weight", filter: str | None = None) -> InputPlan:
     """Files, row groups and types of a Parquet edge list, from the footers alone (and, with a
-    ``filter``, its data columns: the rows it keeps, tasks.parquet.selection)."""
+    ``filter``, its data columns: the rows it keeps, tasks.parquet.dataset.selection)."""
     check_columns(str(path), src_col, dst_col, weight_col)
     selection = Selection(filter, resolve(path)[1]) if filter is not None else None
     files, skipped = dataset_files(path, selection.keep_folder if selection else None)

@@ -1,7 +1,7 @@
 """One Parquet file from several, without decoding or re-encoding a page.
 
 A Parquet file is ``PAR1``, the row groups' pages, a footer (a Thrift FileMetaData, compact
-protocol: tasks.parquet.thrift), the footer's length and ``PAR1``. Pages hold no file positions; only the footer does.
+protocol: kernels.parquet.thrift), the footer's length and ``PAR1``. Pages hold no file positions; only the footer does.
 So files that share a schema concatenate by copying each one's pages as they are and writing one
 footer: their row groups in order, each position moved by where that file's pages now start.
 
@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from tasks.parquet.thrift import LIST, STRUCT, ThriftError, decode_struct, encode_struct, field
+from kernels.parquet.thrift import LIST, STRUCT, ThriftError, decode_struct, encode_struct, field
 
 MAGIC = b"PAR1"
 

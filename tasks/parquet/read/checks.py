@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from kernels.backend import array_module
 from tasks.errors import InputError
-from tasks.parquet.plan import ReadUnit, id_kind
+from tasks.parquet.dataset.plan import ReadUnit, id_kind
 
 # Any decimal of at most 15 significant digits is the shortest text of its nearest float64
 # (DBL_DIG), so two such decimals never share a float64. A longer one that is not that text can

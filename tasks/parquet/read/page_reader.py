@@ -1,12 +1,12 @@
 """The page reader as a reader backend ("gpu"): a plan's id and weight column chunks read
 through the plan's filesystem (one ranged read per chunk), their page headers parsed, CRC32s
 checked, pages decompressed (nvCOMP's batched decoder where it is usable and the arrays are
-CuPy's, else pyarrow's codecs on the host) and decoded by kernels/parquet_decode.py into arrays
+CuPy's, else pyarrow's codecs on the host) and decoded by kernels/parquet/decode.py into arrays
 of the compute backend: CuPy on a GPU, NumPy elsewhere (the same code, so it runs and is
 tested without a GPU).
 
 It returns the ``Rows`` the host reader returns, checked by the same functions
-(tasks.parquet.checks: ``decoded_ids`` and ``decoded_weights`` are ``unit_ids`` and
+(tasks.parquet.read.checks: ``decoded_ids`` and ``decoded_weights`` are ``unit_ids`` and
 ``unit_weights`` on decoded arrays and validity masks), with the same errors. Corrupt data is
 refused as the host reader refuses it, ``FILE: corrupt Parquet data in column C, row group G
 (...)``, the parenthesis in the page reader's words (the page and what is wrong with it) where
@@ -26,12 +26,12 @@ chunks in another codec than Snappy whose pages carry no CRC32: nvCOMP's decoder
 process's CUDA context on a damaged page (a device-side trap: every later CUDA call fails, seen
 with nvidia-nvcomp-cu13 6.0 on a Snappy page with zeroed bytes), so only bytes a verified CRC32
 vouches for reach them, or Snappy streams that a walk on the GPU found well-formed
-(tasks.parquet.decompress).
+(tasks.parquet.codec.decompress).
 
 Unit of work: a batch of consecutive row groups of one file holding at most ``BATCH_BYTES``
 of uncompressed column chunks (at least one row group), read with one open of the file. Its
 chunks' headers are parsed, their pages decompressed together (nvCOMP: one call per codec) into
-one buffer and decoded by the batched steps of kernels/parquet_batch.py; a chunk those leave
+one buffer and decoded by the batched steps of kernels/parquet/batch.py; a chunk those leave
 (another encoding, a null, a malformed page) is decoded page by page (the report's
 ``page_decoded`` counts them, by reason). The row groups are then checked src, dst, weight, in
 row order. Any error in that pass reads the batch again row group by row group through the
@@ -50,19 +50,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kernels.parquet_decode import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, ENCODING_NAMES, PLAIN,
+from kernels.parquet.decode import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, ENCODING_NAMES, PLAIN,
                                     PLAIN_DICTIONARY, RLE, RLE_DICTIONARY, to_logical)
 from tasks.errors import InputError
-from tasks.parquet.checks import (decoded_ids, decoded_weights, find_signs, unit_ids, unit_weights)
-from kernels import gpu_page_headers
-from kernels.parquet_batch import decode_pages
-from tasks.parquet.decompress import (HOST_CODECS, check_page_crcs, decompress_pages_host, decompress_pages_nvcomp,
+from tasks.parquet.read.checks import (decoded_ids, decoded_weights, find_signs, unit_ids, unit_weights)
+from kernels.parquet import gpu_headers
+from kernels.parquet.batch import decode_pages
+from tasks.parquet.codec.decompress import (HOST_CODECS, check_page_crcs, decompress_pages_host, decompress_pages_nvcomp,
                                       nvcomp_usable)
-from tasks.parquet.host_reader import Rows, count_chunks, new_report, read_row_group, run_in_order
-from tasks.parquet.pages import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, PHYSICAL_DTYPES, ColumnChunk, PageTable,
+from tasks.parquet.read.host_reader import Rows, count_chunks, new_report, read_row_group, run_in_order
+from tasks.parquet.read.pages import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, PHYSICAL_DTYPES, ColumnChunk, PageTable,
                                  batch_pages, decode_chunks, parse_page_headers, plan_column_chunks,
                                  read_chunk_bytes, read_chunks_into)
-from tasks.parquet.plan import InputPlan, ReadUnit, check_unchanged, value_type
+from tasks.parquet.dataset.plan import InputPlan, ReadUnit, check_unchanged, value_type
 
 UNVERIFIED = "chunks without CRC32s in a codec nvCOMP may trap on"
 VALUE_ENCODINGS = (PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY, DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT)
@@ -291,11 +291,11 @@ class PageRead:
 
     def prepare_on_gpu(self, by_group, wanted, stored, staged, fallback, pages) -> None:
         """``prepare`` for every chunk of the batch at once, on the GPU: page headers parsed by
-        one walk per chunk, CRC32s computed where stored (kernels/gpu_page_headers.py). A chunk
+        one walk per chunk, CRC32s computed where stored (kernels/parquet/gpu_headers.py). A chunk
         the walk refuses is parsed again on the host, which names the fault; a CRC32 that
         differs raises, and the batch is read again in row order (``batch``)."""
         device_stored, stored_at = staged
-        headers = gpu_page_headers.page_headers(
+        headers = gpu_headers.page_headers(
             device_stored, [stored_at[c] for c in wanted], [c.size for c in wanted], [c.num_values for c in wanted])
         refused = set(headers.refused().tolist())
         columns = headers.columns
@@ -318,7 +318,7 @@ class PageRead:
             at = np.concatenate([stored_at[c] + pages[c].offset[pages[c].crc >= 0] for c in checked])
             length = np.concatenate([pages[c].compressed_size[pages[c].crc >= 0] for c in checked])
             want = np.concatenate([pages[c].crc[pages[c].crc >= 0] for c in checked])
-            if (gpu_page_headers.crc32_pages(device_stored, at, length).get().astype(np.int64) != want).any():
+            if (gpu_headers.crc32_pages(device_stored, at, length).get().astype(np.int64) != want).any():
                 raise InputError("a page's CRC32 differs")  # named by the reading in row order
 
     def batch_at_once(self, units, wanted, fallback, stored, staged):

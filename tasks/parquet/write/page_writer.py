@@ -1,10 +1,10 @@
 """The page writer: a result's columns encoded into a Parquet file on the compute backend.
 
-The writing twin of the page reader (tasks.parquet.pages, decompress, page_reader). Input: a
-pyarrow table or a tasks.parquet.tables.ResultColumns (the columns as CuPy arrays on a GPU,
+The writing twin of the page reader (tasks.parquet.read.pages, decompress, page_reader). Input: a
+pyarrow table or a tasks.parquet.write.tables.ResultColumns (the columns as CuPy arrays on a GPU,
 NumPy elsewhere) of fixed-width columns (int32, int64, float32, float64); output: one Parquet
 file whose schema, values, row order, nulls and footer metadata are those pyarrow writes for
-the same table (tasks.parquet.write). What it writes:
+the same table (tasks.parquet.write.result_files). What it writes:
 
 - row groups of ``row_group_rows`` rows (1 Mi by default), the last one shorter; a table of
   no rows has no row group;
@@ -19,9 +19,9 @@ the same table (tasks.parquet.write). What it writes:
   compressed;
 - column statistics (min, max, null count) and level histograms per chunk, the schema, the
   key-value metadata (the schema's, and ``ARROW:schema`` as pyarrow stores it, so pyarrow reads
-  the same types back) and the column orders, encoded by tasks.parquet.thrift.
+  the same types back) and the column orders, encoded by kernels.parquet.thrift.
 
-Encoding happens on the arrays' backend (kernels/parquet_encode.py); compression with nvCOMP's
+Encoding happens on the arrays' backend (kernels/parquet/encode.py); compression with nvCOMP's
 batched encoder (its C API, one call for the file) where the arrays are on a GPU, nvCOMP is
 usable and has an encoder for the codec (Snappy, Zstd, LZ4_RAW), with the CRC32s on the GPU
 too; else with pyarrow's codecs and zlib on the host's cores. Pages come to the host once
@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from kernels import parquet_encode as enc
-from tasks.parquet.concat import LARGEST_ROW_GROUP, MAGIC, for_each
-from tasks.parquet.decompress import nvcomp_usable
-from tasks.parquet.tables import ResultColumns
-from tasks.parquet.thrift import BINARY, I32, I64, LIST, STRUCT, TRUE, encode_struct
+from kernels.parquet import encode as enc
+from tasks.parquet.write.concat import LARGEST_ROW_GROUP, MAGIC, for_each
+from tasks.parquet.codec.decompress import nvcomp_usable
+from tasks.parquet.write.tables import ResultColumns
+from kernels.parquet.thrift import BINARY, I32, I64, LIST, STRUCT, TRUE, encode_struct
 
 # parquet.thrift: physical Type, CompressionCodec, Encoding, PageType, FieldRepetitionType
 PHYSICAL_TYPES = {pa.int32(): 1, pa.int64(): 2, pa.float32(): 4, pa.float64(): 5}
@@ -220,12 +220,12 @@ def _compress_host(xp, pages: list, compression: str, threads: int) -> None:
 
 def _compress_nvcomp(pages: list, compression: str) -> None:
     """Every page of the file compressed by one call of nvCOMP's batched encoder (its C API,
-    tasks.parquet.nvcomp_c, given the pages' device addresses), the streams packed back to back
+    tasks.parquet.codec.nvcomp_c, given the pages' device addresses), the streams packed back to back
     on the GPU, their CRC32s computed there, then one copy of the streams to pinned host memory."""
     import cupy
 
-    from kernels import gpu_page_headers
-    from tasks.parquet import nvcomp_c
+    from kernels.parquet import gpu_headers
+    from tasks.parquet.codec import nvcomp_c
 
     for page in pages:
         page.stored, page.crc = b"", 0  # an empty page (CRC32 of no bytes: 0)
@@ -238,7 +238,7 @@ def _compress_nvcomp(pages: list, compression: str) -> None:
                                            [int(b.shape[0]) for b in bodies])
     except RuntimeError as exc:
         raise OSError(f"{exc}; --writer host writes without it") from None
-    crcs = gpu_page_headers.crc32_pages(packed, starts[:-1], np.diff(starts)).get()
+    crcs = gpu_headers.crc32_pages(packed, starts[:-1], np.diff(starts)).get()
     host = np.frombuffer(cupy.cuda.alloc_pinned_memory(max(int(starts[-1]), 1)), np.uint8, max(int(starts[-1]), 1))
     packed[:int(starts[-1])].get(out=host[:int(starts[-1])])
     view = memoryview(host)

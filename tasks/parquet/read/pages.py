@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow.fs
 
-from kernels.gpu_page_headers import PAGE_FIELDS
-from kernels.parquet_batch import BatchPages
-from kernels.parquet_decode import (DataPage, PageError, decode_data_page,
+from kernels.parquet.gpu_headers import PAGE_FIELDS
+from kernels.parquet.batch import BatchPages
+from kernels.parquet.decode import (DataPage, PageError, decode_data_page,
                                     decode_dictionary_page)
 from tasks.errors import InputError
 
@@ -142,7 +142,7 @@ def _check_length(path, chunk, got: int) -> None:
                          f"read {got} of {chunk.size} bytes")
 
 
-# The PageTable's columns: kernels.gpu_page_headers.PAGE_FIELDS (what each holds is said there).
+# The PageTable's columns: kernels.parquet.gpu_headers.PAGE_FIELDS (what each holds is said there).
 _SLOTS = {name: i for i, name in enumerate(PAGE_FIELDS)}
 
 
@@ -453,7 +453,7 @@ def decode_chunks(xp, plan, pages: PageTable, bodies, path: str = "") -> list:
 
 
 def batch_pages(body, body_start, pages: PageTable, plan) -> BatchPages:
-    """The pages of ``plan``'s chunks as kernels.parquet_batch's input: ``body`` holds their
+    """The pages of ``plan``'s chunks as kernels.parquet.batch's input: ``body`` holds their
     uncompressed bytes (an array of the backend), page i from ``body_start[i]``."""
     c = pages.columns
     return BatchPages(

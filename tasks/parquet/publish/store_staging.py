@@ -1,5 +1,5 @@
 """A partitioned run's results in a store (S3, GCS, Azure, HDFS, an fsspec filesystem): staged
-under a prefix beside them, then published in the store's order (tasks.parquet.publish).
+under a prefix beside them, then published in the store's order (tasks.parquet.publish.publish).
 
 A store has no rename and no folder to remove while a rank still writes into it, so:
 - The driver opens the staging prefix ``OUTPUT/.partitioned~<host>~<pid>~<token>.partial/``
@@ -14,7 +14,7 @@ A store has no rename and no folder to remove while a rank still writes into it,
   a run given up (a failed rank, a time limit, a cancel) leaves no staging object, even while
   ranks it no longer waits for still upload.
 - Once every rank has finished, the driver publishes (``publish_staged``): with the ``file``
-  layout each result's parts are joined by streaming (tasks.parquet.concat: footers and pages
+  layout each result's parts are joined by streaming (tasks.parquet.write.concat: footers and pages
   by ranged reads from the staging objects, the result written as one upload); with the
   ``dataset`` layout each part is copied within the store (``copy_file``: S3's CopyObject,
   no bytes through this process) to ``OUTPUT/<result>/part-RRRRR.parquet``. Every join is
@@ -32,14 +32,14 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from tasks.errors import OutputError
-from tasks.parquet.concat import ParquetConcatError, join_footers, write_joined
-from tasks.parquet.filesystem import Filesystem, StorePath, local, reason, resolve
-from tasks.parquet.output_paths import check_partitioned_output
-from tasks.parquet.publish import (
+from tasks.parquet.write.concat import ParquetConcatError, join_footers, write_joined
+from tasks.parquet.store.filesystem import Filesystem, StorePath, local, reason, resolve
+from tasks.parquet.publish.output_paths import check_partitioned_output
+from tasks.parquet.publish.publish import (
     clear_result_path, publish_objects, remove_stale_store_staging, remove_store_staging, result_objects, staging_name,
 )
-from tasks.parquet.results import DEFAULT_COMPRESSION
-from tasks.parquet.write import part_path, write_many
+from tasks.parquet.write.results import DEFAULT_COMPRESSION
+from tasks.parquet.write.result_files import part_path, write_many
 
 OPEN = "OPEN"  # in the staging prefix while the run may still publish (its absence: given up)
 # S3's CopyObject copies at most 5 GiB in one request (pyarrow's copy_file makes one); a larger

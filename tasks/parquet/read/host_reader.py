@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.errors import InputError
-from tasks.parquet.checks import Signs, find_signs, unit_ids, unit_weights
-from tasks.parquet.plan import InputPlan, ReadUnit, check_unchanged
+from tasks.parquet.read.checks import Signs, find_signs, unit_ids, unit_weights
+from tasks.parquet.dataset.plan import InputPlan, ReadUnit, check_unchanged
 
 # Dask starts its workers with OMP_NUM_THREADS=1, which Arrow takes as its thread count: Parquet
 # reads on a worker ran 2.3x slower than in a plain process (Kron-24, H200 host). Arrow gets the
@@ -53,7 +53,7 @@ class Rows:
 
 class ReaderBackend(Protocol):
     """One way to decode a plan's rows. ``read_rows`` returns global rows [start, stop) of
-    ``plan``, checked as tasks.parquet.checks checks them, in arrays of ``xp``; ids of a
+    ``plan``, checked as tasks.parquet.read.checks checks them, in arrays of ``xp``; ids of a
     uint64-beside-signed input as int64 bit patterns with their ``Signs``; errors are
     InputErrors naming file, column and row."""
 
@@ -76,7 +76,7 @@ def count_chunks(report: dict, column: str, by: str, chunks: int = 1, reason: st
 
 def read_row_group(plan: InputPlan, unit: ReadUnit, use_threads: bool, columns: list[str] | None = None) -> pa.Table:
     """The plan's columns (or ``columns`` of them) of one row group, decoded by pyarrow, only the
-    unit's rows (a filter's; tasks.parquet.selection); the file checked to be the planned one
+    unit's rows (a filter's; tasks.parquet.dataset.selection); the file checked to be the planned one
     before it is opened and after the row group is read, so every byte read came from it (a
     replacement after the open is refused too: the input changed)."""
     fs, columns = plan.footers.filesystem, columns or plan.footers.columns

@@ -5,7 +5,7 @@ run publishes there.
   filesystem's lock, flock on the local disk). Without it two runs at once interleaved their
   renames and clean-ups and left one run's BFS distances beside the other's forest, or
   neither run's searches.
-- A one-partition run (``publish_results``) writes its files atomically (tasks.parquet.write),
+- A one-partition run (``publish_results``) writes its files atomically (tasks.parquet.write.result_files),
   then removes the BFS results of an earlier run that it does not replace
   (``remove_earlier_bfs_results``), so a job reading the output never mixes two runs.
 - A partitioned run's ranks write into a staging folder in the output
@@ -20,10 +20,10 @@ run publishes there.
   first upload and written after the last, naming the results (``publish_to_store``). So a
   reader that finds ``_SUCCESS`` before and after reading has read one run's complete results;
   two runs publishing into one prefix at once are not kept apart. A partitioned run publishes
-  in the same order (``publish_objects``) from a staging prefix (tasks.parquet.store_staging).
+  in the same order (``publish_objects``) from a staging prefix (tasks.parquet.publish.store_staging).
 - What a killed run left (temporary files, staging folders or prefixes of dead drivers of
   this host) is removed by the next run that publishes there (``remove_stale_staging``,
-  ``remove_stale_store_staging``, and tasks.parquet.write.remove_stale_temporaries).
+  ``remove_stale_store_staging``, and tasks.parquet.write.result_files.remove_stale_temporaries).
 Errors are tasks.errors.OutputError naming the path.
 """
 from __future__ import annotations
@@ -41,13 +41,13 @@ import pyarrow.parquet as pq
 
 from tasks import stopping
 from tasks.errors import OutputError
-from tasks.parquet import locations
-from tasks.parquet.filesystem import Filesystem, StorePath, local, reason, resolve
-from tasks.parquet.output_paths import is_result_dataset, prepare_output_dir, remove_path
-from tasks.parquet.results import (
+from tasks.parquet.store import locations
+from tasks.parquet.store.filesystem import Filesystem, StorePath, local, reason, resolve
+from tasks.parquet.publish.output_paths import is_result_dataset, prepare_output_dir, remove_path
+from tasks.parquet.write.results import (
     BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, RESULT_KEY, RESULT_PART, SOURCE_SET_FOLDER, result_name,
 )
-from tasks.parquet.write import left_by_dead_process, process_marker, remove_stale_temporaries, write_many, write_temporary
+from tasks.parquet.write.result_files import left_by_dead_process, process_marker, remove_stale_temporaries, write_many, write_temporary
 
 STAGING_SUFFIX = ".partial"
 SUCCESS_MARKER = "_SUCCESS"  # in a store: written last, naming the results (publish_to_store)
@@ -249,7 +249,7 @@ def staging_name(token: str) -> str:
 
 def remove_staging(staging: Path) -> None:
     """A staging folder removed with all it holds. Ranks that still run when the driver gives
-    the run up cannot make it again (tasks.parquet.write.write_parts), but one may be creating a
+    the run up cannot make it again (tasks.parquet.write.result_files.write_parts), but one may be creating a
     file in it while it is removed, which leaves that folder behind: removed until it is gone."""
     for _ in range(50):
         shutil.rmtree(staging, ignore_errors=True)

@@ -33,7 +33,7 @@ RESULT_KEY = b"parquet-graph-pipeline.result"
 COMPRESSIONS = ("snappy", "zstd", "lz4", "gzip", "none")
 DEFAULT_COMPRESSION = "snappy"
 
-# Who encodes the results (tasks.parquet.write.resolve_writer): the page writer on the compute
+# Who encodes the results (tasks.parquet.write.result_files.resolve_writer): the page writer on the compute
 # backend (gpu), pyarrow's writer (host), or auto: gpu where the backend is CuPy and nvCOMP is usable.
 WRITERS = ("auto", "gpu", "host")
 

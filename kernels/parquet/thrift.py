@@ -9,7 +9,7 @@ Standard library only. Errors are ThriftError (the caller names the file).
 """
 from __future__ import annotations
 
-from kernels.parquet_encode import uleb128
+from kernels.parquet.encode import uleb128
 
 # Compact protocol type codes, as they appear in field headers and list headers
 TRUE, FALSE, BYTE, I16, I32, I64, DOUBLE, BINARY, LIST, SET, MAP, STRUCT = range(1, 13)

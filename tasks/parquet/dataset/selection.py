@@ -1,4 +1,4 @@
-"""Which rows of an input a ``--filter`` keeps (the language: tasks.parquet.filters), decided
+"""Which rows of an input a ``--filter`` keeps (the language: tasks.parquet.dataset.filters), decided
 before the edge columns are read, in three steps:
 1. folders: discovery asks ``keep_folder`` of every folder below the root before entering it;
    a hive folder (``day=2026-10-31/``) whose value makes the filter false or null for every row
@@ -25,7 +25,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from tasks.errors import InputError
-from tasks.parquet.filters import (
+from tasks.parquet.dataset.filters import (
     And, Bounds, Compare, FilterError, In, IsNull, Not, Or, columns, hive_facts, parse, possible,
 )
 

@@ -9,7 +9,7 @@ predecessor is null in the array given. A one-partition run's results, over dens
 go through ``dense_bfs_table`` / ``dense_forest_table`` with the input ids of its vertices
 (``vertex_names``); a partitioned rank has the ids themselves.
 
-The page writer (tasks.parquet.page_writer) takes a result without a pyarrow table: a
+The page writer (tasks.parquet.write.page_writer) takes a result without a pyarrow table: a
 ``ResultColumns`` holds its columns as arrays of the compute backend (CuPy on a GPU), built by
 ``dense_bfs_columns`` / ``dense_forest_columns`` with the same schema, values and nulls as the
 tables, so a GPU run's results go to the encoder without a copy to the host.

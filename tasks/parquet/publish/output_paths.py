@@ -16,10 +16,10 @@ import shutil
 from pathlib import Path
 
 from tasks.errors import InputError, OutputError
-from tasks.parquet import locations
-from tasks.parquet.discovery import SKIP_PREFIXES, dataset_walk
-from tasks.parquet.filesystem import StorePath, reason, resolve
-from tasks.parquet.results import RESULT_PART
+from tasks.parquet.store import locations
+from tasks.parquet.dataset.discovery import SKIP_PREFIXES, dataset_walk
+from tasks.parquet.store.filesystem import StorePath, reason, resolve
+from tasks.parquet.write.results import RESULT_PART
 
 
 def is_result_dataset(path: Path) -> bool:

@@ -1,6 +1,6 @@
 """Result columns encoded into Parquet page bodies, for NumPy (host reference) or CuPy.
 
-The writing twin of kernels/parquet_decode.py: every function takes ``xp`` (numpy or cupy) and
+The writing twin of kernels/parquet/decode.py: every function takes ``xp`` (numpy or cupy) and
 arrays of that backend; kernels/ imports numpy/cupy only. A page's bytes come out as ``uint8``
 arrays; a stream of several pages as (bytes, offsets), ``offsets`` a host int64 array of
 pages + 1 entries (page p is bytes[offsets[p]:offsets[p + 1]]).
@@ -169,10 +169,10 @@ def interleave(xp, streams):
                 out[at[p]:at[p] + sizes[p, s]] = data[offsets[p]:offsets[p + 1]]
             continue
         # on a GPU one launch copies every page's part (a copy per page would be a launch per page)
-        from kernels import gpu_parquet
+        from kernels.parquet import gpu_pages
 
         filled = sizes[:, s] > 0
-        gpu_parquet.copy_segments(xp.ascontiguousarray(data), offsets[:-1][filled], out, at[filled],
+        gpu_pages.copy_segments(xp.ascontiguousarray(data), offsets[:-1][filled], out, at[filled],
                                   sizes[filled, s])
     return out, placed[::sizes.shape[1]].copy() if sizes.shape[1] else np.zeros(pages + 1, np.int64)
 

@@ -2,7 +2,7 @@
 the driver of kernels/cuda/parquet_headers.cu (encodings and the walk's rules there).
 
 ``page_headers`` gives, for column chunks lying back to back in one device buffer, the table
-``tasks.parquet.pages.parse_page_headers`` gives (one int64 column per ``PAGE_FIELDS`` name,
+``tasks.parquet.read.pages.parse_page_headers`` gives (one int64 column per ``PAGE_FIELDS`` name,
 one row per page, offsets relative to the chunk's start), and a status per chunk instead of an
 exception: the kernel refuses exactly the chunks that parser refuses, and the caller re-parses a
 refused chunk on the host to name the fault (one source of error messages). ``crc32_pages``
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# The page table's columns (tasks.parquet.pages.PageTable), in the kernel's slot order, int64
+# The page table's columns (tasks.parquet.read.pages.PageTable), in the kernel's slot order, int64
 # each; -1 where a header lacks the field.
 PAGE_FIELDS = (
     "chunk",  # index into the plan
@@ -87,7 +87,7 @@ def page_headers(buffer, starts, sizes, num_values) -> PageHeaders:
     is each chunk's value count from the footer, which its data pages must add up to.
 
     A chunk that is not OK contributes no rows: the caller names its fault by running
-    ``tasks.parquet.pages.parse_page_headers`` on that chunk alone, which raises for every
+    ``tasks.parquet.read.pages.parse_page_headers`` on that chunk alone, which raises for every
     chunk refused here except one nested deeper than the kernel reads (TOO_DEEP), whose table
     it returns instead. Costs three small copies to the host and one of the table.
     """

@@ -1,13 +1,13 @@
 """The data pages of many column chunks decoded together, a few launches per batch instead of
 a few per page, for NumPy (the reference of every step) or CuPy (kernels/cuda/parquet_values.cu
-through kernels/gpu_parquet.py).
+through kernels/parquet/gpu_pages.py).
 
 Input, a batch of column chunks (``BatchPages``): one ``uint8`` array ``body`` holding every
 page's uncompressed bytes, and host NumPy arrays per page (its chunk, where its body lies in
-``body``, and the header fields of tasks.parquet.pages.PageTable) and per chunk (value width in
+``body``, and the header fields of tasks.parquet.read.pages.PageTable) and per chunk (value width in
 bytes, maximum definition level). Output: per chunk its values as raw bits, one per row
 (``uint32`` for 4-byte types, ``uint64`` for 8-byte ones: the caller views them as the physical
-type), or None with the reason the page-by-page decoder (kernels/parquet_decode.py) must take
+type), or None with the reason the page-by-page decoder (kernels/parquet/decode.py) must take
 that chunk instead.
 
 The batched steps take what pyarrow, Spark, DuckDB and Polars write for flat fixed-width
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.parquet_decode import (PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY, PageError, decode_hybrid,
+from kernels.parquet.decode import (PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY, PageError, decode_hybrid,
                                     unpack_bits)
 
 # page types (parquet.thrift PageType)
@@ -165,13 +165,13 @@ def decode_pages(xp, pages: BatchPages) -> list:
 def _steps(xp):
     if xp is np:
         return HostSteps
-    from kernels import gpu_parquet
+    from kernels.parquet import gpu_pages
     return gpu_parquet
 
 
 class HostSteps:
     """The NumPy reference of kernels/cuda/parquet_values.cu, step for step (same inputs and
-    outputs as kernels/gpu_parquet.py): per-page walks in Python, per-value work whole-array."""
+    outputs as kernels/parquet/gpu_pages.py): per-page walks in Python, per-value work whole-array."""
 
     @staticmethod
     def snappy_check(data, starts, lengths, declared) -> np.ndarray:

@@ -11,7 +11,7 @@ they are skipped and listed in the run's log. Table formats whose folders also h
 are not current data (Delta Lake, Iceberg, an unfinished Hadoop commit) are refused.
 
 Files are returned in discovery order: sorted by their path components below the input. Every
-question about a path goes through the input's filesystem (tasks.parquet.filesystem); every
+question about a path goes through the input's filesystem (tasks.parquet.store.filesystem); every
 refusal is a tasks.errors.InputError naming the path.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from tasks.errors import InputError
-from tasks.parquet.filesystem import Entry, Filesystem, reason, resolve
+from tasks.parquet.store.filesystem import Entry, Filesystem, reason, resolve
 
 PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
 SKIP_PREFIXES = ("_", ".")

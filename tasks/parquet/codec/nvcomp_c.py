@@ -108,7 +108,7 @@ def compress(algorithm: str, pointers, sizes, alignment: int = 8):
     stream is synchronized; raises RuntimeError when nvCOMP refuses one."""
     import cupy
 
-    from kernels import gpu_parquet
+    from kernels.parquet import gpu_pages
 
     lib = library()
     n = len(sizes)
@@ -141,5 +141,5 @@ def compress(algorithm: str, pointers, sizes, alignment: int = 8):
     starts = np.zeros(n + 1, np.int64)
     np.cumsum(lengths, out=starts[1:])
     packed = cupy.empty(max(int(starts[-1]), 1), dtype=cupy.uint8)
-    gpu_parquet.copy_segments(room, out_at, packed, starts[:-1], lengths)
+    gpu_pages.copy_segments(room, out_at, packed, starts[:-1], lengths)
     return packed, starts

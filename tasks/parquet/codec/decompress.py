@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from tasks.errors import InputError
-from tasks.parquet.pages import DATA_PAGE_V2
+from tasks.parquet.read.pages import DATA_PAGE_V2
 
 # pyarrow's codec name per Parquet codec as pyarrow's metadata spells it.
 HOST_CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "LZ4": "lz4_raw",
@@ -170,12 +170,12 @@ def decompress_pages_host(chunk_bytes, plan, pages, path: str = "", select=None)
 
 
 def nvcomp_usable() -> bool:
-    """True where nvCOMP's C library loads (both page paths call it, tasks.parquet.nvcomp_c),
+    """True where nvCOMP's C library loads (both page paths call it, tasks.parquet.codec.nvcomp_c),
     CuPy imports and a GPU is visible."""
     try:
         import cupy
 
-        from tasks.parquet import nvcomp_c
+        from tasks.parquet.codec import nvcomp_c
         nvcomp_c.library()
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:  # ImportError, or CUDA present without a usable device
@@ -194,18 +194,18 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
     ``device_stored`` (copied to an aligned buffer for codecs that need it) and whose outputs are
     slices of the buffer of the declared sizes; a stream nvCOMP refuses, or that decompresses
     to other than its declared size, goes to the host path too. Hadoop-framed LZ4 pages give one input per frame.
-    Snappy streams are walked on the GPU first (kernels.parquet_batch.snappy_fault states the
+    Snappy streams are walked on the GPU first (kernels.parquet.batch.snappy_fault states the
     rules): nvCOMP's decoder traps on a damaged stream, ending the CUDA context, so a stream that
     fails the walk goes to the host's codec, which names the fault. Pages the host decompresses
     (those, a codec nvCOMP lacks, malformed v2 levels, a stored size other than declared) are
     copied in; fallen_back lists the chunks of a codec nvCOMP lacks, with the reason.
 
-    nvCOMP is called through its C API (tasks.parquet.nvcomp_c); it runs on the GPU machine
+    nvCOMP is called through its C API (tasks.parquet.codec.nvcomp_c); it runs on the GPU machine
     only."""
     import cupy
 
-    from kernels import gpu_parquet
-    from tasks.parquet import nvcomp_c
+    from kernels.parquet import gpu_pages
+    from tasks.parquet.codec import nvcomp_c
 
     chunk = pages.chunk
     codec = np.array([c.codec for c in plan] or [""], dtype=object)[chunk]
@@ -222,7 +222,7 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
     body = cupy.empty(max(int(size.sum()), 1), dtype=cupy.uint8)
     as_is = ~compressed & ~on_host
     with_levels = v2 & compressed & ~on_host & (levels > 0)
-    gpu_parquet.copy_segments(device_stored, np.r_[page_in[as_is], page_in[with_levels]], body,
+    gpu_pages.copy_segments(device_stored, np.r_[page_in[as_is], page_in[with_levels]], body,
                               np.r_[out_start[as_is], out_start[with_levels]],
                               np.r_[size[as_is], levels[with_levels]])
     fallen_back = []
@@ -248,10 +248,10 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
             padded = -(-length // align) * align
             packed = np.cumsum(padded) - padded
             source = cupy.empty(max(int(packed[-1] + length[-1]), 1), dtype=cupy.uint8)
-            gpu_parquet.copy_segments(device_stored, src, source, packed, length)
+            gpu_pages.copy_segments(device_stored, src, source, packed, length)
             src = packed
         if algorithm == "Snappy":
-            fault = gpu_parquet.snappy_check(source, src, length, out_size) != 0
+            fault = gpu_pages.snappy_check(source, src, length, out_size) != 0
             on_host[page[fault]] = True
             src, length, dst, out_size, page = (a[~fault] for a in (src, length, dst, out_size, page))
             if not src.size:

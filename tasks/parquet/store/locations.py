@@ -10,7 +10,7 @@ one line.
 
 Imports nothing heavy: the command line checks locations before the rest is imported (fsspec's
 registry only for a scheme pyarrow does not serve). The filesystems behind the schemes are
-tasks.parquet.filesystem's.
+tasks.parquet.store.filesystem's.
 """
 from __future__ import annotations
 

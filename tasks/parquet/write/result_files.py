@@ -1,7 +1,7 @@
 """The writer: result tables into Parquet files, atomically.
 
 A result reaches the writer as a pyarrow table, encoded by pyarrow on the host's cores, or as a
-tasks.parquet.tables.ResultColumns, encoded by the page writer (tasks.parquet.page_writer) on
+tasks.parquet.write.tables.ResultColumns, encoded by the page writer (tasks.parquet.write.page_writer) on
 the arrays' backend: the form chooses the encoder (``resolve_writer`` says which form a run
 builds, ``written_by`` what encodes a file); everything else below is shared.
 
@@ -11,11 +11,11 @@ are they renamed into place (``write_many``): a reader sees the old file or the 
 never a partial one, and a write that fails (a full disk, say) replaces none. A temporary
 file's name (``.<file>~<host>~<pid>~....tmp``) names the process that writes it, so one left by
 a process that is gone can be told from one a live run is still writing (``left_by_dead_process``,
-shared with the staging folders of tasks.parquet.publish).
+shared with the staging folders of tasks.parquet.publish.publish).
 
 A partitioned run's ranks write their parts of each result into the run's staging folder
 (``write_parts``); with the ``file`` layout one rank then joins each result's parts into one
-file, copying their pages (``merge_parts``, tasks.parquet.concat).
+file, copying their pages (``merge_parts``, tasks.parquet.write.concat).
 Errors are tasks.errors.OutputError naming the path.
 """
 from __future__ import annotations
@@ -33,13 +33,13 @@ import pyarrow.compute as pc
 
 from tasks import stopping
 from tasks.errors import OutputError
-from tasks.parquet.concat import ParquetConcatError, concatenate_files, write_table_parallel
-from tasks.parquet.decompress import nvcomp_usable
-from tasks.parquet.filesystem import local
-from tasks.parquet.output_paths import is_result_dataset, prepare_output_dir, remove_path
-from tasks.parquet.page_writer import compressor, write_columns
-from tasks.parquet.results import COMPRESSIONS, DEFAULT_COMPRESSION, RESULT_KEY, WRITERS, result_name
-from tasks.parquet.tables import ResultColumns
+from tasks.parquet.write.concat import ParquetConcatError, concatenate_files, write_table_parallel
+from tasks.parquet.codec.decompress import nvcomp_usable
+from tasks.parquet.store.filesystem import local
+from tasks.parquet.publish.output_paths import is_result_dataset, prepare_output_dir, remove_path
+from tasks.parquet.write.page_writer import compressor, write_columns
+from tasks.parquet.write.results import COMPRESSIONS, DEFAULT_COMPRESSION, RESULT_KEY, WRITERS, result_name
+from tasks.parquet.write.tables import ResultColumns
 
 # Dictionary encoding where it pays. Result columns of vertex ids (one distinct value per row in
 # bfs_distances, nearly so in mst_edges) never: the writer would build a dictionary for each
@@ -149,7 +149,7 @@ def write_temporary(table: pa.Table | ResultColumns, target: Path, compression: 
                     remake_folder: bool = True) -> Path:
     """``table`` encoded into a temporary file beside ``target``, on disk (fsynced); its footer
     names the result (RESULT_KEY). A pyarrow table is encoded on up to ``threads`` cores
-    (tasks.parquet.concat.write_table_parallel), ResultColumns by the page writer (host codecs
+    (tasks.parquet.write.concat.write_table_parallel), ResultColumns by the page writer (host codecs
     and CRCs on up to ``threads`` cores). Nothing is left behind on failure. ``remake_folder``:
     a target folder removed meanwhile is made again (else the write fails: FileNotFoundError)."""
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
@@ -234,7 +234,7 @@ def write_many(tables: dict[str | os.PathLike, pa.Table | ResultColumns], compre
     disk are they renamed into place: a write that fails (a full disk, say) replaces none. With
     ``lock`` (a folder above every target), ``check()`` (if given; it may refuse by raising),
     the renames and ``then(targets)`` after them run while no other run publishes there
-    (tasks.parquet.publish.publishing). With ``inside`` (a folder above every target that must
+    (tasks.parquet.publish.publish.publishing). With ``inside`` (a folder above every target that must
     exist, a partitioned run's staging folder), folders are made below it and never it: a write
     that finds it gone fails (FileNotFoundError) and leaves nothing."""
     if compression not in COMPRESSIONS:
@@ -308,7 +308,7 @@ def write_parts(tables: dict[str, pa.Table], staging: Path, rank: int, layout: s
 
 def merge_parts(staging: Path, result: str, size: int) -> Path:
     """One file from the ranks' parts of ``result``, in rank order: their pages copied as they
-    were encoded, one footer over all (tasks.parquet.concat)."""
+    were encoded, one footer over all (tasks.parquet.write.concat)."""
     target = staging / result
     parts = [part_path(staging, result, r, "file") for r in range(size)]
     if not staging.is_dir():  # the driver gave the run up and removed it: do not recreate it
