@@ -45,9 +45,9 @@ class IdRange:
         if xp is np:
             self.present = np.zeros(self.size, dtype=bool)
         else:
-            from kernels import gpu
+            from kernels import gpu_graph
 
-            self.bits = gpu.id_bitmap(self.size)
+            self.bits = gpu_graph.id_bitmap(self.size)
 
     @staticmethod
     def fits(lo: int, hi: int, edges: int | None, xp) -> bool:
@@ -62,10 +62,10 @@ class IdRange:
                 self.present[offset] = True
                 out[...] = offset
         else:
-            from kernels import gpu
+            from kernels import gpu_graph
 
             for ids, out in ((src, out_src), (dst, out_dst)):
-                gpu.id_mark(ids, self.lo, self.bits, out)
+                gpu_graph.id_mark(ids, self.lo, self.bits, out)
 
     def finish(self, *arrays):
         if self.xp is np:
@@ -79,9 +79,9 @@ class IdRange:
                     a[...] = dense[a]
             del self.present
             return ids
-        from kernels import gpu
+        from kernels import gpu_graph
 
-        ids = gpu.id_finish(self.bits, self.lo, self.size, self.dtype, arrays)
+        ids = gpu_graph.id_finish(self.bits, self.lo, self.size, self.dtype, arrays)
         check_vertex_count(int(ids.shape[0]))
         del self.bits
         return ids
@@ -109,9 +109,9 @@ def renumber(src, dst):
         ids.add(src, dst, out_src, out_dst)
         return out_src, out_dst, ids.finish(out_src, out_dst)
     if xp is not np:
-        from kernels import gpu
+        from kernels import gpu_graph
 
-        return gpu.renumber_sorted(src, dst)
+        return gpu_graph.renumber_sorted(src, dst)
     ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
     check_vertex_count(ids.shape[0])
     inverse = inverse.reshape(-1).astype(np.int32)
@@ -172,7 +172,7 @@ def _host_csr(row_parts, n: int, neighbour) -> CSR:
 def build_csr(rows, cols, n: int) -> CSR:
     """CSR of arcs rows[i] -> cols[i]: count degrees, exclusive prefix sum, scatter."""
     if is_gpu(rows):
-        from kernels.gpu import csr_scatter
+        from kernels.gpu_graph import csr_scatter
 
         return csr_scatter(rows, cols, n)
     return _host_csr([rows], n, lambda i, _row: cols[i])
@@ -190,12 +190,12 @@ def build_graph(edges: EdgeList, directed: bool = False) -> Graph:
     in both directions once, so ``out`` is symmetric and serves as ``inc`` too. On the GPU one
     scatter pass over the edge list writes both arcs of each edge."""
     if is_gpu(edges.src):
-        from kernels import gpu
+        from kernels import gpu_graph
 
         if directed:
-            return Graph(out=gpu.csr_one_way(edges.src, edges.dst, edges.n),
-                         inc=gpu.csr_one_way(edges.dst, edges.src, edges.n), directed=True)
-        sym = gpu.csr_symmetric(edges.src, edges.dst, edges.n)
+            return Graph(out=gpu_graph.csr_one_way(edges.src, edges.dst, edges.n),
+                         inc=gpu_graph.csr_one_way(edges.dst, edges.src, edges.n), directed=True)
+        sym = gpu_graph.csr_symmetric(edges.src, edges.dst, edges.n)
         return Graph(out=sym, inc=sym, directed=False)
     src, dst = edges.src, edges.dst
     keep = src != dst

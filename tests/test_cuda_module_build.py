@@ -122,17 +122,17 @@ FIRST_KERNELS = """
 import json, sys
 from pathlib import Path
 import cupy as cp, numpy as np
-from kernels import gpu
+from kernels import gpu, gpu_graph
 src = cp.asarray(np.array({src}, dtype=np.int32))
 dst = cp.asarray(np.array({dst}, dtype=np.int32))
 ids = cp.asarray(np.array({ids}, dtype=np.int64))
 degree = cp.zeros({n} + 1, dtype=cp.int64)
-gpu.launch("csr_count", src.shape[0], (src, dst, np.int64(src.shape[0]), np.int32(gpu.BOTH), np.int32(1), degree))
-bits, offsets = gpu.id_bitmap({span}), cp.empty(ids.shape[0], dtype=cp.int32)
-gpu.id_mark(ids, {lo}, bits, offsets)
+gpu.launch("csr_count", src.shape[0], (src, dst, np.int64(src.shape[0]), np.int32(gpu_graph.BOTH), np.int32(1), degree))
+bits, offsets = gpu_graph.id_bitmap({span}), cp.empty(ids.shape[0], dtype=cp.int32)
+gpu_graph.id_mark(ids, {lo}, bits, offsets)
 cp.cuda.Device().synchronize()
 cache = sorted(str(p) for p in Path(sys.argv[1]).rglob("*"))
-csr = gpu.csr_symmetric(src, dst, {n})
+csr = gpu_graph.csr_symmetric(src, dst, {n})
 print(json.dumps({{"origin": gpu.module_origin(), "capability": int(cp.cuda.Device().compute_capability),
                    "cache": cache, "degree": degree.get().tolist(), "bits": bits.get().tolist(),
                    "offsets": offsets.get().tolist(), "indptr": csr.indptr.get().tolist(),
