@@ -1,29 +1,19 @@
-"""The host reader: pyarrow's decoder, one row group of one file at a time (``HostReader``),
-and what every reader backend shares: the ``Rows`` a backend returns with its ``report`` (which
-reader decoded each column's chunks), the ``ReaderBackend`` protocol, ``read_row_group`` (the
-plan's columns of one row group, checked to come from the planned file), ``run_in_order``
-(units of work on a pool of threads, the first failure in input order raised) and the
-``Uploader`` (a reading thread's pinned buffers and CUDA stream).
-
-Report encoding (JSON, for the run's summary): ``{"reader": name, "columns": {column: {reader:
-column chunks it decoded}}, "fallbacks": {reason: column chunks}}``, plus backend details
-(the page reader adds ``xp`` and ``decompress``). A column chunk is one column of one row
-group; a chunk decoded for two ranks (a row group on a share boundary) counts for each.
+"""The host reader: pyarrow's decoder, one row group of one file at a time (``HostReader``), a
+reader backend (tasks.parquet.read.assembly); ``read_row_group`` (the plan's columns of one row
+group, checked to come from the planned file), which the page reader uses for the chunks it
+leaves; and the ``Uploader`` (a reading thread's pinned buffers and CUDA stream).
 """
 from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.errors import InputError
-from tasks.parquet.read.checks import Signs, find_signs, unit_ids, unit_weights
+from tasks.parquet.read.assembly import Assembly, Rows, count_chunks, new_report, run_in_order, store
 from tasks.parquet.dataset.plan import InputPlan, ReadUnit, check_unchanged
 
 # Dask starts its workers with OMP_NUM_THREADS=1, which Arrow takes as its thread count: Parquet
@@ -32,46 +22,6 @@ from tasks.parquet.dataset.plan import InputPlan, ReadUnit, check_unchanged
 # ARROW_NUM_THREADS says otherwise.
 if "ARROW_NUM_THREADS" not in os.environ:
     pa.set_cpu_count(len(os.sched_getaffinity(0)))
-
-
-@dataclass
-class Rows:
-    """Rows [start, start + n) of a planned edge list, as a backend read them: ``src``/``dst``
-    as in a Share (None for string ids, whose per-unit large_string pieces are in ``strings``,
-    (src, dst) per unit in order), ``weight``, and the ``signs`` of a uint64-beside-signed input,
-    and the read's ``report``."""
-
-    src: object | None
-    dst: object | None
-    weight: object | None
-    start: int
-    strings: list[tuple] = field(default_factory=list)
-    signs: list[Signs] = field(default_factory=list)
-    report: dict = field(default_factory=dict)  # which reader decoded what (the module's encoding)
-
-
-
-class ReaderBackend(Protocol):
-    """One way to decode a plan's rows. ``read_rows`` returns global rows [start, stop) of
-    ``plan``, checked as tasks.parquet.read.checks checks them, in arrays of ``xp``; ids of a
-    uint64-beside-signed input as int64 bit patterns with their ``Signs``; errors are
-    InputErrors naming file, column and row."""
-
-    def read_rows(self, plan: InputPlan, start: int, stop: int, xp) -> Rows: ...
-
-
-def new_report(reader: str, columns, **details) -> dict:
-    """An empty report of a read by ``reader`` of ``columns`` (the module's encoding)."""
-    return {"reader": reader, **details, "columns": {c: {} for c in columns}, "fallbacks": {}}
-
-
-def count_chunks(report: dict, column: str, by: str, chunks: int = 1, reason: str | None = None) -> None:
-    """``chunks`` column chunks of ``column`` decoded by reader ``by``; ``reason``: why the page
-    reader left them to the host reader."""
-    tally = report["columns"][column]
-    tally[by] = tally.get(by, 0) + chunks
-    if reason:
-        report["fallbacks"][reason] = report["fallbacks"].get(reason, 0) + chunks
 
 
 def read_row_group(plan: InputPlan, unit: ReadUnit, use_threads: bool, columns: list[str] | None = None) -> pa.Table:
@@ -125,51 +75,26 @@ class HostReader:
     """pyarrow's decoder on the host's cores; the rows uploaded as they are decoded."""
 
     def read_rows(self, plan: InputPlan, start: int, stop: int, xp) -> Rows:
-        footers = plan.footers
-        ends = (plan.src_col, plan.dst_col)
-        units = [u for u in footers.units if u.start < stop and u.start + u.rows > start]
+        assembly = Assembly(plan, start, stop, xp)
+        units = assembly.units()
         threads = max(1, min(len(os.sched_getaffinity(0)), len(units)))
-        # ids of a uint64-beside-signed input are stored as their 64-bit patterns until the
-        # values say which type holds them all
-        src = dst = None
-        if not footers.strings:
-            src, dst = xp.empty(stop - start, dtype=footers.id_type), xp.empty(stop - start, dtype=footers.id_type)
-        weight = xp.empty(stop - start, dtype=footers.weight_type) if plan.weight_col else None
         local = threading.local()
 
         def read(unit: ReadUnit):
             table = read_row_group(plan, unit, use_threads=len(units) < threads * 2)
-            lo, hi = max(start, unit.start), min(stop, unit.start + unit.rows)
-            piece = unit
-            if (lo, hi) != (unit.start, unit.start + unit.rows):
-                table = table.slice(lo - unit.start, hi - lo)
-                piece = unit.piece(lo, hi)  # a unit of its own: the checks name its rows in the file
-            ids = [unit_ids(piece, table[c], c) for c in ends]
-            w = unit_weights(piece, table[plan.weight_col], plan.weight_col, footers.weight_type) \
-                if plan.weight_col else None
-            del table
-            found = [find_signs(piece, c, v) for c, v in zip(ends, ids)] if footers.mixed_signs else []
-            stores = [(weight, w)] if footers.strings else [(src, ids[0]), (dst, ids[1]), (weight, w)]
-            for column, (dest, values) in enumerate((d, v) for d, v in stores if d is not None):
-                if values.dtype == np.uint64 and footers.mixed_signs:
-                    values = values.view(np.int64)
-                if xp is np:
-                    dest[lo - start:hi - start] = values
-                else:
-                    uploader = getattr(local, "uploader", None) or Uploader(xp)
-                    local.uploader = uploader
-                    uploader.put(column, dest, lo - start, values)
-            return ids if footers.strings else found
+            put = store
+            if xp is not np:
+                put = getattr(local, "uploader", None) or Uploader(xp)
+                local.uploader = put
+            return assembly.check_and_store(unit, {c: table[c] for c in plan.footers.columns}, put)
 
-        results = run_in_order(read, units, threads)
+        per_unit = run_in_order(read, units, threads)
         if xp is not np:
             xp.cuda.Device().synchronize()  # every reading thread's last uploads
-        report = new_report("host", footers.columns)
-        for c in footers.columns:
+        report = new_report("host", plan.footers.columns)
+        for c in plan.footers.columns:
             count_chunks(report, c, "host", len(units))
-        if footers.strings:
-            return Rows(None, None, weight, start, strings=results, report=report)
-        return Rows(src, dst, weight, start, signs=[s for found in results for s in found], report=report)
+        return assembly.rows(per_unit, report)
 
 
 class Uploader:
@@ -186,7 +111,8 @@ class Uploader:
         self.stream = xp.cuda.Stream(non_blocking=True)
         self.buffers: dict[int, np.ndarray] = {}
 
-    def put(self, column: int, dest, start: int, values: np.ndarray) -> None:
+    def __call__(self, column: int, dest, start: int, values: np.ndarray) -> None:
+        """A ``put`` of tasks.parquet.read.assembly: ``values`` into ``dest[start:]``."""
         if column == 0:
             self.stream.synchronize()  # this thread's previous uploads have left the buffers
         buffer = self.buffers.get(column)
@@ -195,18 +121,3 @@ class Uploader:
         staged = buffer[:values.shape[0] * dest.itemsize].view(dest.dtype)
         np.copyto(staged, values, casting="unsafe")  # same kind; narrower ids widen
         dest[start:start + values.shape[0]].set(staged, stream=self.stream)
-
-
-def run_in_order(work, units: list, threads: int) -> list:
-    """work(unit) for every unit on a pool of threads; results in unit order. On a failure the
-    error of the first failing unit (in input order) is raised, and units after it are dropped."""
-    if threads == 1:
-        return [work(u) for u in units]
-    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="parquet-read")
-    futures = [pool.submit(work, u) for u in units]
-    try:
-        return [f.result() for f in futures]  # in order: units before a failure all completed
-    finally:
-        # an error or an interrupt leaves at once: queued units are cancelled, running ones end
-        # with their row group
-        pool.shutdown(wait=False, cancel_futures=True)

@@ -5,9 +5,8 @@ CuPy's, else pyarrow's codecs on the host) and decoded by kernels/parquet/decode
 of the compute backend: CuPy on a GPU, NumPy elsewhere (the same code, so it runs and is
 tested without a GPU).
 
-It returns the ``Rows`` the host reader returns, checked by the same functions
-(tasks.parquet.read.checks: ``decoded_ids`` and ``decoded_weights`` are ``unit_ids`` and
-``unit_weights`` on decoded arrays and validity masks), with the same errors. Corrupt data is
+Its rows go through the assembly both backends share (tasks.parquet.read.assembly): the same
+cuts, checks and stores as the host reader's, with the same errors. Corrupt data is
 refused as the host reader refuses it, ``FILE: corrupt Parquet data in column C, row group G
 (...)``, the parenthesis in the page reader's words (the page and what is wrong with it) where
 the host reader gives pyarrow's.
@@ -53,16 +52,17 @@ import pyarrow.parquet as pq
 from kernels.parquet.decode import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, ENCODING_NAMES, PLAIN,
                                     PLAIN_DICTIONARY, RLE, RLE_DICTIONARY, to_logical)
 from tasks.errors import InputError
-from tasks.parquet.read.checks import (decoded_ids, decoded_weights, find_signs, unit_ids, unit_weights)
 from kernels.parquet import gpu_headers
 from kernels.parquet.batch import decode_pages
 from tasks.parquet.codec.decompress import (HOST_CODECS, check_page_crcs, decompress_pages_host, decompress_pages_nvcomp,
                                       nvcomp_usable)
-from tasks.parquet.read.host_reader import Rows, count_chunks, new_report, read_row_group, run_in_order
+from tasks.parquet.read.assembly import Assembly, Rows, count_chunks, new_report, run_in_order
+from tasks.parquet.read.host_reader import read_row_group
 from tasks.parquet.read.pages import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, PHYSICAL_DTYPES, ColumnChunk, PageTable,
                                  batch_pages, decode_chunks, parse_page_headers, plan_column_chunks,
                                  read_chunk_bytes, read_chunks_into)
 from tasks.parquet.dataset.plan import InputPlan, ReadUnit, check_unchanged, value_type
+from tasks.parquet.store.filesystem import Filesystem
 
 UNVERIFIED = "chunks without CRC32s in a codec nvCOMP may trap on"
 VALUE_ENCODINGS = (PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY, DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT)
@@ -159,7 +159,8 @@ class PageReader:
 
     def read_rows(self, plan: InputPlan, start: int, stop: int, xp) -> Rows:
         footers = plan.footers
-        units = [u for u in footers.units if u.start < stop and u.start + u.rows > start]
+        assembly = Assembly(plan, start, stop, xp)
+        units = assembly.units()
         nvcomp = xp is not np and nvcomp_usable()
         report = new_report("gpu", footers.columns, xp=xp.__name__, decompress="nvCOMP" if nvcomp else "host",
                             host_decompressed={}, page_decoded={})
@@ -167,20 +168,16 @@ class PageReader:
         for u in units:
             if u.file not in layouts:
                 layouts[u.file] = file_layout(u, footers.columns)
-        src = dst = None
-        if not footers.strings:
-            src, dst = xp.empty(stop - start, dtype=footers.id_type), xp.empty(stop - start, dtype=footers.id_type)
-        weight = xp.empty(stop - start, dtype=footers.weight_type) if plan.weight_col else None
-        read = PageRead(plan, start, stop, xp, nvcomp, layouts, {"src": src, "dst": dst, "weight": weight})
+        read = PageRead(assembly, nvcomp, layouts)
         batches = batch_units(units, footers.columns)
         if nvcomp:
             results = read.pipelined(batches)
         else:
             threads = 1 if xp is not np else max(1, min(len(os.sched_getaffinity(0)), len(batches)))
             results = run_in_order(read.batch, batches, threads)
-        found = []
-        for per_unit, counts, notes in results:
-            found += per_unit
+        per_unit = []
+        for found, counts, notes in results:
+            per_unit += found
             for column, by, reason in counts:
                 count_chunks(report, column, by, reason=reason)
             for where, reasons in notes.items():
@@ -188,9 +185,7 @@ class PageReader:
                     report[where][reason] = report[where].get(reason, 0) + n
         if xp is not np:
             xp.cuda.Device().synchronize()
-        if footers.strings:
-            return Rows(None, None, weight, start, strings=found, report=report)
-        return Rows(src, dst, weight, start, signs=[s for signs in found for s in signs], report=report)
+        return assembly.rows(per_unit, report)
 
 
 def batch_units(units: list[ReadUnit], columns: list[str]) -> list[list[ReadUnit]]:
@@ -214,15 +209,19 @@ def batch_units(units: list[ReadUnit], columns: list[str]) -> list[list[ReadUnit
 class PageRead:
     """One ``read_rows`` call's shared state; ``batch`` reads one batch of its units."""
 
-    plan: InputPlan
-    start: int
-    stop: int
-    xp: object
+    assembly: Assembly  # the plan, the rows asked for and the arrays being filled
     nvcomp: bool
     layouts: dict
-    dest: dict  # "src", "dst", "weight" -> the arrays being filled (None where absent)
     # nvCOMP's two staging buffers (host memory pinned by CUDA): batch k's bytes in pinned[k % 2]
     pinned: list = dataclasses.field(default_factory=lambda: [None, None])
+
+    @property
+    def plan(self) -> InputPlan:
+        return self.assembly.plan
+
+    @property
+    def xp(self):
+        return self.assembly.xp
 
     def batch(self, units: list[ReadUnit]):
         """(per unit: its string ids (src, dst) or its Signs; (column, reader, reason) per column
@@ -436,7 +435,7 @@ class PageRead:
             return [], buffer, starts
         check_unchanged(fs, unit.file, unit.identity)
         try:
-            read_chunks_into(fs.arrow, fs.arrow_path(unit.file), chunks, buffer, starts)
+            read_chunks_into(fs, unit.file, chunks, buffer, starts)
         except InputError as exc:
             check_unchanged(fs, unit.file, unit.identity)
             chunk = next(c for c in chunks if f"column {c.name!r}, row group {c.row_group}:" in str(exc))
@@ -462,41 +461,17 @@ class PageRead:
         return to_logical(xp, values, dtype), valid
 
     def check_and_store(self, unit: ReadUnit, decoded: dict, on_host: list[str]):
-        """The unit's rows within [start, stop), checked src, dst, weight as the host reader
-        checks them, written into the destination arrays. Returns the unit's string ids (src,
-        dst) or its Signs."""
-        plan, footers, xp = self.plan, self.plan.footers, self.xp
-        ends = (plan.src_col, plan.dst_col)
-        table = read_row_group(plan, unit, use_threads=False, columns=on_host) if on_host else None
+        """The unit's decoded chunks, and those left to the host reader (``on_host``) read by
+        pyarrow, checked and stored by the assembly. Returns the unit's string ids (src, dst) or
+        its Signs."""
         kept = unit.kept()
         if kept is not None:  # a filter's rows of the row group, as read_row_group keeps them
-            index = xp.asarray(np.flatnonzero(kept))
+            index = self.xp.asarray(np.flatnonzero(kept))
             decoded = {c: (v[index], None if m is None else m[index]) for c, (v, m) in decoded.items()}
-        lo, hi = max(self.start, unit.start), min(self.stop, unit.start + unit.rows)
-        piece = unit
-        if (lo, hi) != (unit.start, unit.start + unit.rows):
-            if table is not None:
-                table = table.slice(lo - unit.start, hi - lo)
-            cut = slice(lo - unit.start, hi - unit.start)
-            decoded = {c: (v[cut], None if m is None else m[cut]) for c, (v, m) in decoded.items()}
-            piece = unit.piece(lo, hi)  # a unit of its own: the checks name its rows in the file
-        ids = [decoded_ids(piece, *decoded[c], c) if c in decoded else unit_ids(piece, table[c], c) for c in ends]
-        w = None
-        if plan.weight_col:
-            c = plan.weight_col
-            w = decoded_weights(piece, *decoded[c], c, footers.weight_type) if c in decoded else \
-                unit_weights(piece, table[c], c, footers.weight_type)
-        del table
-        found = [find_signs(piece, c, v) for c, v in zip(ends, ids)] if footers.mixed_signs else []
-        stores = [("weight", w)] if footers.strings else [("src", ids[0]), ("dst", ids[1]), ("weight", w)]
-        for name, values in stores:
-            dest = self.dest[name]
-            if dest is None:
-                continue
-            if values.dtype == np.uint64 and footers.mixed_signs:
-                values = values.view(np.int64)
-            dest[lo - self.start:hi - self.start] = xp.asarray(values).astype(dest.dtype, copy=False)
-        return ids if footers.strings else found
+        if on_host:
+            table = read_row_group(self.plan, unit, use_threads=False, columns=on_host)
+            decoded.update({c: table[c] for c in on_host})
+        return self.assembly.check_and_store(unit, decoded)
 
 
 def upload(xp, bodies: list) -> list:
@@ -509,11 +484,11 @@ def upload(xp, bodies: list) -> list:
     return [None if b is None else device[e - n:e] for b, n, e in zip(bodies, sizes, ends)]
 
 
-def read_columns(filesystem, path: str, columns, xp=np, check_crc: bool = True) -> dict:
+def read_columns(filesystem: Filesystem, path: str, columns, xp=np, check_crc: bool = True) -> dict:
     """name -> (values, valid) for whole flat fixed-width columns of one file, through the
     host reference steps: plan, ranged reads, page headers, CRC32s, pyarrow's codecs, the
     decoding kernels. Values come in the column's Arrow integer or float type."""
-    with filesystem.open_input_file(path) as source:
+    with filesystem.arrow.open_input_file(filesystem.arrow_path(path)) as source:
         metadata = pq.ParquetFile(source).metadata
     plan = plan_column_chunks(metadata, columns, path)
     chunk_bytes = read_chunk_bytes(filesystem, path, plan)

@@ -43,7 +43,8 @@ from tasks.errors import InputError
 from tasks.parameters import READERS
 from tasks.parquet.read.checks import Signs, unify_signs
 from tasks.parquet.codec.decompress import nvcomp_usable
-from tasks.parquet.read.host_reader import HostReader, ReaderBackend
+from tasks.parquet.read.assembly import ReaderBackend
+from tasks.parquet.read.host_reader import HostReader
 from tasks.parquet.read.page_reader import PageReader
 from tasks.parquet.dataset.plan import InputPlan, plan_input
 
