@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from tasks.parquet.read.pages import parse_page_headers, plan_column_chunks, read_chunk_bytes
+from tasks.parquet.store.filesystem import local
 
 
 def main(rows: int = 4_100_000) -> None:
@@ -27,7 +27,7 @@ def main(rows: int = 4_100_000) -> None:
                            write_statistics=statistics, write_page_checksum=True,
                            compression="snappy", use_dictionary=False)
             plan = plan_column_chunks(pq.ParquetFile(path).metadata, ["x"], path)
-            chunk_bytes = read_chunk_bytes(pafs.LocalFileSystem(), path, plan)
+            chunk_bytes = read_chunk_bytes(local(), path, plan)
             best = float("inf")
             for _ in range(5):
                 start = time.perf_counter()

@@ -15,7 +15,6 @@ import sys
 import time
 
 import numpy as np
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from benchmarks.harness import append_records, machine
@@ -53,6 +52,7 @@ def main(argv=None) -> int:
     from tasks.parquet.codec import nvcomp_c
     from tasks.parquet.read import page_reader
     from tasks.parquet.read.pages import PageTable, batch_pages, plan_column_chunks, read_chunks_into
+    from tasks.parquet.store.filesystem import local
     from tasks.parquet.read.reader import read_edges
 
     columns = args.columns.split(",")
@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     pinned = np.frombuffer(cupy.cuda.alloc_pinned_memory(int(sizes.sum())), np.uint8, int(sizes.sum()))
     steps = {}
     started = time.perf_counter()
-    read_chunks_into(pafs.LocalFileSystem(), args.path, plan, pinned, starts)
+    read_chunks_into(local(), args.path, plan, pinned, starts)
     steps["read (preads into pinned memory)"] = time.perf_counter() - started
     stored = cupy.empty(pinned.size, dtype=cupy.uint8)
     steps["upload"] = timed(lambda: stored.set(pinned))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,13 +15,14 @@ from hypothesis import strategies as st
 
 from kernels.parquet.batch import HostSteps, decode_pages, snappy_fault
 from kernels.parquet.decode import PageError
+from tasks.parquet.store.filesystem import local
 from tasks.errors import InputError
 from tasks.parquet.codec.decompress import decompress_pages_host
 from tasks.parquet.read.pages import (batch_pages, decode_chunks, parse_page_headers, plan_column_chunks,
                                  read_chunk_bytes)
 from tests.conftest import host
 
-LOCAL = pafs.LocalFileSystem()
+LOCAL = local()
 TYPES = ["int32", "int64", "uint32", "uint64", "float32", "float64", "int16"]
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 

@@ -22,18 +22,18 @@ import zlib
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
 from kernels import backend as be
 from kernels.parquet import gpu_headers as gph
 from kernels.cuda_source import DIRECTORY
+from tasks.parquet.store.filesystem import local
 from tasks.errors import InputError
 from tasks.parquet.read.pages import (PAGE_FIELDS, ColumnChunk, parse_page_headers, plan_column_chunks,
                                  read_chunk_bytes)
 
-LOCAL = pafs.LocalFileSystem()
+LOCAL = local()
 
 # What the CUDA file needs from common.cuh and the CUDA runtime, for one CPU thread: a grid of
 # one block of one thread, so every grid-stride loop and every block-wide table build is done

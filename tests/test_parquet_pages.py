@@ -11,7 +11,6 @@ import itertools
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 
 from kernels.parquet import decode as pd
 from kernels.parquet.encode import uleb128
+from tasks.parquet.store.filesystem import local
 from tasks.errors import InputError
 from tasks.parquet.codec.decompress import (check_page_crcs, decompress_pages_host,
                                       hadoop_lz4_frames)
@@ -27,7 +27,7 @@ from tasks.parquet.read.pages import (DATA_PAGE, PageTable, decode_chunks, parse
                                  plan_column_chunks, read_chunk_bytes)
 from tests.conftest import host
 
-LOCAL = pafs.LocalFileSystem()
+LOCAL = local()
 FILE_NUMBERS = itertools.count()
 CODECS = ["none", "snappy", "zstd", "lz4", "gzip", "brotli"]
 INT_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]

@@ -1,7 +1,7 @@
 """Column chunks read from a Parquet file and their page headers parsed into arrays.
 
 The plan is one ``ColumnChunk`` per (row group, column), taken from the footer pyarrow parsed.
-Each chunk's bytes come from one ranged read through a ``pyarrow.fs.FileSystem``; the page
+Each chunk's bytes come through the input's ``Filesystem`` (``read_ranges``); the page
 headers in them (Thrift compact protocol) are parsed into a ``PageTable``, a struct of NumPy
 arrays with one entry per page, so the steps after it (decompression, decoding) work on
 whole arrays and never walk Thrift again.
@@ -12,18 +12,16 @@ exactly, or whose data pages' value counts do not add up to the footer's, is ref
 """
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow.fs
 
 from kernels.parquet.gpu_headers import PAGE_FIELDS
 from kernels.parquet.batch import BatchPages
 from kernels.parquet.decode import (DataPage, PageError, decode_data_page,
                                     decode_dictionary_page)
 from tasks.errors import InputError
+from tasks.parquet.store.filesystem import Filesystem
 
 # PageType (parquet.thrift)
 DATA_PAGE = 0
@@ -88,7 +86,7 @@ def plan_column_chunks(metadata, columns, path: str = "") -> list[ColumnChunk]:
     return plan
 
 
-def read_chunk_bytes(filesystem: pyarrow.fs.FileSystem, path: str, plan) -> list[bytes]:
+def read_chunk_bytes(filesystem: Filesystem, path, plan) -> list[bytes]:
     """Each chunk's byte range of ``path``, in plan order: ``read_chunks_into``'s reads and
     checks, one bytes object per chunk (the reference steps' input)."""
     sizes = np.array([c.size for c in plan], np.int64)
@@ -98,42 +96,19 @@ def read_chunk_bytes(filesystem: pyarrow.fs.FileSystem, path: str, plan) -> list
     return [buffer[s:s + n].tobytes() for s, n in zip(starts.tolist(), sizes.tolist())]
 
 
-def read_chunks_into(filesystem: pyarrow.fs.FileSystem, path: str, plan, out: np.ndarray, starts,
-                     threads: int = 16) -> None:
-    """Each chunk's byte range of ``path`` into ``out`` (uint8) at ``starts[c]``; a range outside
-    the file's pages, or a short read, is refused naming the chunk. A local file is read by ``threads`` parallel preads straight into
-    ``out`` (a pinned buffer on a GPU: no copy between the read and the upload); a store's by one
-    ranged read per chunk, copied in."""
-    with filesystem.open_input_file(path) as source:
-        file_size = source.size()
-        for chunk in plan:
-            if chunk.offset < 4 or chunk.offset + chunk.size > file_size - 8:
-                raise InputError(
-                    f"{path}: column {chunk.name!r}, row group {chunk.row_group}: byte range "
-                    f"[{chunk.offset}, {chunk.offset + chunk.size}) lies outside the file's "
-                    f"pages ({file_size} bytes)")
-        if not isinstance(filesystem, pyarrow.fs.LocalFileSystem):
-            for chunk, at in zip(plan, starts):
-                data = source.read_at(chunk.size, chunk.offset)
-                _check_length(path, chunk, len(data))
-                out[at:at + chunk.size] = np.frombuffer(data, np.uint8)
-            return
-    # pieces of at most 16 MiB, so a few large chunks still spread over the threads
-    pieces = [(chunk, at + k, chunk.offset + k, min(16 << 20, chunk.size - k))
-              for chunk, at in zip(plan, starts) for k in range(0, chunk.size, 16 << 20)]
-    view = memoryview(out)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        def read(piece):
-            chunk, at, offset, size = piece
-            got = os.preadv(fd, [view[at:at + size]], offset)
-            if got != size:
-                _check_length(path, chunk, chunk.size - size + got)
-
-        with ThreadPoolExecutor(max_workers=max(1, min(threads, len(pieces)))) as pool:
-            list(pool.map(read, pieces))
-    finally:
-        os.close(fd)
+def read_chunks_into(filesystem: Filesystem, path, plan, out: np.ndarray, starts) -> None:
+    """Each chunk's byte range of ``path`` (a path of ``filesystem``) into ``out`` (uint8) at
+    ``starts[c]``, by the filesystem's ``read_ranges`` (parallel preads on the local disk); a
+    range outside the file's pages, or a short read, is refused naming the chunk."""
+    file_size, got = filesystem.read_ranges(path, [(c.offset, c.size, int(at)) for c, at in zip(plan, starts)], out)
+    for chunk in plan:
+        if chunk.offset < 4 or chunk.offset + chunk.size > file_size - 8:
+            raise InputError(
+                f"{path}: column {chunk.name!r}, row group {chunk.row_group}: byte range "
+                f"[{chunk.offset}, {chunk.offset + chunk.size}) lies outside the file's "
+                f"pages ({file_size} bytes)")
+    for chunk, n in zip(plan, got):
+        _check_length(path, chunk, n)
 
 
 def _check_length(path, chunk, got: int) -> None:

@@ -3,9 +3,10 @@ writes goes through the ``Filesystem`` that ``resolve`` returns for a location (
 a ``file://`` URI, or a store's URI: tasks.parquet.store.locations).
 
 A ``Filesystem`` wraps a pyarrow ``FileSystem`` (``arrow``: Parquet reads go through
-``pq.ParquetFile(arrow_path(p), filesystem=arrow)``, ranged reads through
-``open_input_file``, listings through ``FileSelector``) and says what it can do beyond
-pyarrow's interface, each as an explicit capability:
+``pq.ParquetFile(arrow_path(p), filesystem=arrow)``, listings through ``FileSelector``) and
+says what it can do beyond pyarrow's interface, each as an explicit capability:
+- ``read_ranges(path, ranges, out)``: byte ranges of a file into one buffer (the page reader's
+  column chunks): parallel preads on the local disk, ranged reads from a store;
 - ``entry(path)`` / ``listdir(folder)``: what a path is (a folder, a regular file, or something
   else such as a FIFO) and the names in a folder, for dataset discovery (a store's folder is a
   key prefix);
@@ -34,6 +35,7 @@ import fcntl
 import os
 import re
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -43,6 +45,8 @@ import pyarrow.fs as pafs
 
 from tasks.errors import InputError, OutputError
 from tasks.parquet.store import locations
+
+PREAD_PIECE = 16 << 20  # the local disk's parallel reads: bytes per pread at most
 
 
 def reason(exc: OSError) -> str:
@@ -140,6 +144,20 @@ class Filesystem:
     def exchange(self, a, b) -> bool:
         return False
 
+    def read_ranges(self, path, ranges: list[tuple[int, int, int]], out) -> tuple[int, list[int]]:
+        """Byte ranges of one file into a buffer: each ``(offset, size, at)`` of ``ranges``
+        read into ``out[at:at + size]`` (``out``: a writable contiguous byte buffer, e.g. a
+        pinned host array). Returns the file's size and the bytes each range got (fewer than
+        ``size`` where the file ends first). A store: one ranged read per range."""
+        view = memoryview(out).cast("B")
+        with self.arrow.open_input_file(self.arrow_path(path)) as source:
+            got = []
+            for offset, size, at in ranges:
+                data = source.read_at(size, offset) if size else b""
+                view[at:at + len(data)] = data
+                got.append(len(data))
+            return source.size(), got
+
 
 class LocalFilesystem(Filesystem):
     """The local disk (and mounts): pyarrow's LocalFileSystem for reads, the operating system
@@ -182,6 +200,29 @@ class LocalFilesystem(Filesystem):
 
     def exists(self, path: Path) -> bool:
         return os.path.exists(path)
+
+    def read_ranges(self, path: Path, ranges: list[tuple[int, int, int]], out,
+                    threads: int = 16) -> tuple[int, list[int]]:
+        """``Filesystem.read_ranges`` by ``threads`` parallel preads straight into ``out`` (a
+        pinned buffer on a GPU: no copy between the read and the upload; 16 threads of pread
+        move ~37 GB/s from the page cache of an H200 host, one ~5). Ranges are split into
+        pieces of at most 16 MiB, so a few large ones still spread over the threads."""
+        view = memoryview(out).cast("B")
+        pieces = [(k, at + skip, offset + skip, min(PREAD_PIECE, size - skip))
+                  for k, (offset, size, at) in enumerate(ranges) for skip in range(0, size, PREAD_PIECE)]
+        got = [0] * len(ranges)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            def read(piece):
+                k, at, offset, size = piece
+                return k, os.preadv(fd, [view[at:at + size]], offset)
+
+            with ThreadPoolExecutor(max_workers=max(1, min(threads, len(pieces)))) as pool:
+                for k, n in pool.map(read, pieces):
+                    got[k] += n
+            return os.fstat(fd).st_size, got
+        finally:
+            os.close(fd)
 
     def identity(self, path: Path) -> tuple | None:
         """inode, size, mtime (None: gone). Not the device: a partitioned run's ranks may read a
