@@ -21,6 +21,7 @@ import cupy as cp
 import numpy as np
 
 from kernels import gpu
+from kernels.cuda_source import template
 from kernels.structures import BAND_FACTOR, BAND_MIN, EdgeList, MSFResult, NoProgressError
 
 BINS = 256  # MSF_BINS in msf.cu
@@ -55,13 +56,13 @@ def msf_gpu(edges: EdgeList, on_round) -> MSFResult:
     rounds = bands = accepted = 0
     while m:
         # the band: bins over the live edges above lo, as many lightest bins as fit the target
-        gpu.launch(gpu.template("msf_sample", wt), count, base + (lo_key, lo_edge, np.int64(count),
+        gpu.launch(template("msf_sample", wt), count, base + (lo_key, lo_edge, np.int64(count),
                                                                  np.int64(stride), sample_key, sample_edge))
         order = cp.argsort(sample_key)
         gpu.kernel("msf_bounds")((1,), (32,), (sample_key[order], sample_edge[order], np.int64(count),
                                                 bound_key, bound_edge))
         hist.fill(0)
-        gpu.launch(gpu.template("msf_histogram", wt), m, base + (lo_key, lo_edge, bound_key, bound_edge, hist))
+        gpu.launch(template("msf_histogram", wt), m, base + (lo_key, lo_edge, bound_key, bound_edge, hist))
         cumulative = np.cumsum(hist.get().astype(np.int64))
         live = int(cumulative[-1])
         if live == 0:
@@ -73,7 +74,7 @@ def msf_gpu(edges: EdgeList, on_round) -> MSFResult:
         items = (cp.empty(band, cp.int32), cp.empty(band, cp.int32), cp.empty(band, e_dtype), cp.empty(band, cp.uint64))
         other = (cp.empty(band, cp.int32), cp.empty(band, cp.int32), cp.empty(band, e_dtype), cp.empty(band, cp.uint64))
         info[3:].fill(0)
-        gpu.launch(gpu.template("msf_band_fill", wt, et), m, base + (lo_key, lo_edge, hi_key, hi_edge) + items + (info,))
+        gpu.launch(template("msf_band_fill", wt, et), m, base + (lo_key, lo_edge, hi_key, hi_edge) + items + (info,))
         bands += 1
         above = live - band
         k = band
@@ -81,10 +82,10 @@ def msf_gpu(edges: EdgeList, on_round) -> MSFResult:
             wu, wv, we, wk = items
             size = np.int64(k)
             gpu.launch("msf_min_key", k, (wu, wv, wk, size, best_key, info))
-            gpu.launch(gpu.template("msf_min_edge", et), k, (wu, wv, we, wk, size, best_key, best_edge))
-            gpu.launch(gpu.template("msf_hook", et), k, (wu, wv, we, size, best_edge, parent, forest, info))
+            gpu.launch(template("msf_min_edge", et), k, (wu, wv, we, wk, size, best_key, best_edge))
+            gpu.launch(template("msf_hook", et), k, (wu, wv, we, size, best_edge, parent, forest, info))
             gpu.launch("msf_compress", n, (np.int32(n), parent, best_key, best_edge))
-            gpu.launch(gpu.template("msf_relabel", et), k, (wu, wv, we, wk, size, parent) + other + (info,))
+            gpu.launch(template("msf_relabel", et), k, (wu, wv, we, wk, size, parent) + other + (info,))
             state = info.get()
             if k == band and int(state[3]) != band:  # the fill and the histogram disagree
                 raise RuntimeError(f"MSF band {bands}: {int(state[3])} edges filled, {band} counted")

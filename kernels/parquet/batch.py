@@ -166,7 +166,7 @@ def _steps(xp):
     if xp is np:
         return HostSteps
     from kernels.parquet import gpu_pages
-    return gpu_parquet
+    return gpu_pages
 
 
 class HostSteps:

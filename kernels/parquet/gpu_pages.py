@@ -1,5 +1,5 @@
 """The batched Parquet page steps on the GPU: the driver of kernels/cuda/parquet_values.cu, with
-the inputs and outputs of kernels/parquet_batch.HostSteps (its NumPy reference): per-page
+the inputs and outputs of kernels.parquet.batch.HostSteps (its NumPy reference): per-page
 arguments come as host NumPy arrays and go up in one copy per step; statuses come back to the
 host, the only copies back."""
 from __future__ import annotations
