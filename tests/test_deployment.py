@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.request
 
+import networkx as nx
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -96,6 +97,8 @@ def test_deploy_from_prefect_yaml_and_run_on_a_process_worker(server, tmp_path):
         flow = name.split("/")[0]
         assert d["work_pool_name"] == POOL
         assert [s["schedule"]["cron"] for s in d["schedules"]] == [crons[d["name"]]]
+        # the store example needs a bucket: deployed with its schedule paused
+        assert [s["active"] for s in d["schedules"]] == [d["name"] != "mst-nightly-s3"], name
         assert set(d["tags"]) == {"graph", flow, "nightly"}
         # the UI's run form shows each parameter's description and offers the backends
         properties = d["parameter_openapi_schema"]["properties"]
@@ -138,3 +141,41 @@ def test_deploy_from_prefect_yaml_and_run_on_a_process_worker(server, tmp_path):
         str(output / "source-set-0" / "bfs_distances.parquet"), str(output / "source-set-1" / "bfs_distances.parquet"),
         str(output / "mst_edges.parquet")]
     assert all(a["data"] == 100 for a in artifacts if a["type"] == "progress")
+
+
+def test_every_deployment_deploy_all_schedules_completes_on_a_worker(server, tmp_path):
+    """What `deploy --all` schedules runs here as declared: each deployment with an active
+    schedule, run with its own parameters (only the output moved to a temporary folder) on a
+    process worker, completes with the sample's answers; the store example is not scheduled."""
+    url, env = server
+    prefect(env, "work-pool", "create", POOL, "--type", "process")
+    prefect(env, "--no-prompt", "deploy", "--all")
+    flows = {f["id"]: f["name"] for f in api(url, "/flows/filter", {})}
+    deployments = {f"{flows[d['flow_id']]}/{d['name']}": d for d in api(url, "/deployments/filter", {})}
+    scheduled = sorted(name for name, d in deployments.items() if any(s["active"] for s in d["schedules"]))
+    assert scheduled == ["bfs/bfs-nightly", "mst/mst-nightly", "pipeline/pipeline-nightly"]
+
+    runs = {}
+    for name in scheduled:
+        output = tmp_path / name.replace("/", "-")
+        run = prefect(env, "deployment", "run", name, "--params", json.dumps({"output": str(output)}))
+        runs[name] = (next(line.split()[-1] for line in run.splitlines() if "UUID" in line), output)
+    worker_log = prefect(env, "worker", "start", "--pool", POOL, "--run-once", timeout=600, both=True)
+    assert "Traceback" not in worker_log, worker_log
+
+    sample = pq.read_table(ROOT / "data" / "graph.parquet").to_pydict()
+    graph = nx.Graph()
+    graph.add_weighted_edges_from(zip(sample["src"], sample["dst"], sample["weight"]))
+    hops = nx.single_source_shortest_path_length(graph, 0)
+    for name, (flow_run_id, output) in runs.items():
+        flow_run = api(url, f"/flow_runs/{flow_run_id}")
+        assert flow_run["state"]["type"] == "COMPLETED", (name, flow_run["state"])
+        assert flow_run["parameters"]["input"] == "data/graph.parquet"
+        flow = name.split("/")[0]
+        if flow in ("mst", "pipeline"):
+            forest = pq.read_table(output / "mst_edges.parquet")
+            assert forest.num_rows == graph.number_of_nodes() - 1
+            assert sum(forest["weight"].to_pylist()) == nx.minimum_spanning_tree(graph).size(weight="weight")
+        if flow in ("bfs", "pipeline"):
+            distances = pq.read_table(output / "bfs_distances.parquet").to_pydict()
+            assert dict(zip(distances["vertex"], distances["distance"])) == hops
