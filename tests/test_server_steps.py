@@ -2,7 +2,8 @@
 the two fenced blocks under its "Keep a Prefect server between runs" heading, in bash, in a
 fresh folder, with a temporary PREFECT_HOME and a free loopback port in place of 4200. The first
 block starts the server, waits for its health and runs `python -m flows.mst data/graph.parquet`
-against it; the run must be on that server, Completed. The second block stops the server and
+against it; the run must be on that server, Completed, and the steps' own files (the server's log
+and pid) must stay out of the folder they were run in. The second block stops the server and
 forgets its address; the server must then be gone and a command must work again without it."""
 import json
 import os
@@ -101,10 +102,11 @@ def test_the_readme_server_steps_work_as_written_and_undo_cleanly(tmp_path):
     pid = None
     try:
         started = bash(start, work, env, timeout=400)
-        log = work / "prefect-server.log"
+        home = tmp_path / "prefect-home"  # the server's log and pid file, out of the user's folder
+        log = home / "server.log"
         assert started.returncode == 0, (f"start block failed:\n{started.stdout}\n{started.stderr}\n"
                                          f"server log:\n{log.read_text() if log.exists() else '(none)'}")
-        pid = int((work / "prefect-server.pid").read_text())
+        pid = int((home / "server.pid").read_text())
         assert alive(pid) and api(url, "/health") is True
 
         forest = pq.ParquetFile(work / "output" / "graph" / "mst_edges.parquet").read()
@@ -126,7 +128,8 @@ def test_the_readme_server_steps_work_as_written_and_undo_cleanly(tmp_path):
             time.sleep(0.5)
         assert not alive(pid), "the server process outlived the stop block"
         assert not port_open(port), f"something still listens on port {port}"
-        assert not (work / "prefect-server.pid").exists()
+        assert not (home / "server.pid").exists()
+        assert sorted(p.name for p in work.iterdir()) == ["data", "output"], "the steps left files in the folder"
     finally:
         if pid is not None and alive(pid):
             os.kill(pid, signal.SIGKILL)
