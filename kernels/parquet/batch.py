@@ -80,7 +80,7 @@ def unsupported(pages: BatchPages) -> list:
     mark((kind == DATA_PAGE_V2) & (pages.repetition_levels_length != 0), "repetition levels")
     mark(max_def > 1, "nested levels")
     mark(dictionary & (~np.isin(encoding, (PLAIN, PLAIN_DICTIONARY))
-                       | (pages.body_size != pages.num_values * pages.itemsize[chunk])), "a malformed dictionary page")
+                       | (pages.body_size < pages.num_values * pages.itemsize[chunk])), "a malformed dictionary page")
     # at most one dictionary page per chunk, before its data pages; dictionary indices need it
     dictionaries = np.bincount(chunk[dictionary], minlength=chunks)
     first_data = np.full(chunks, np.iinfo(np.int64).max)
@@ -127,8 +127,9 @@ def decode_pages(xp, pages: BatchPages) -> list:
         pages.max_definition_level[chunk[data]], pages.definition_levels_length[data], n)
     values_end = pages.body_start[data] + pages.body_size[data]
     plain = pages.encoding[data] == PLAIN
-    # a PLAIN page holds exactly its values (else the reference names the mismatch)
-    status = np.where(plain & (status == 0) & (values_end - values_at != n * size), PAGE_REFERENCE, status)
+    # a PLAIN page holds its values, perhaps followed by bytes that are ignored (decode_plain
+    # says why); too few and the reference names the shortfall
+    status = np.where(plain & (status == 0) & (values_end - values_at < n * size), PAGE_REFERENCE, status)
 
     for width in RAW:
         page = plain & (status == 0) & (size == width)

@@ -167,12 +167,14 @@ def decode_hybrid(xp, data, bit_width: int, count: int):
 
 
 def decode_plain(xp, data, dtype, count: int):
-    """``count`` fixed-width PLAIN values; the body must hold exactly that many."""
+    """``count`` fixed-width PLAIN values from the start of ``data``. Bytes after them are
+    ignored, as Arrow and parquet-java ignore them: fastparquet ends every v1 data page with 8
+    zero bytes that its header counts. Fewer bytes than the values need is an error."""
     dtype = np.dtype(dtype)
-    if data.shape[0] != count * dtype.itemsize:
+    if data.shape[0] < count * dtype.itemsize:
         raise PageError(f"{data.shape[0]} bytes of PLAIN values for {count} values of "
                         f"{dtype.itemsize} bytes")
-    return data.copy().view(dtype)  # the copy is aligned for the view
+    return data[:count * dtype.itemsize].copy().view(dtype)  # the copy is aligned for the view
 
 
 def decode_byte_stream_split(xp, data, dtype, count: int):
