@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     from kernels.parquet.batch import decode_pages
     from tasks.parquet.codec import nvcomp_c
     from tasks.parquet.read import page_reader
-    from tasks.parquet.read.pages import PageTable, batch_pages, plan_column_chunks, read_chunks_into
+    from tasks.parquet.read.pages import batch_pages, plan_column_chunks, read_chunks_into
     from tasks.parquet.read.reader import read_edges
 
     columns = args.columns.split(",")
@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     num_values = [c.num_values for c in plan]
     steps["page headers"] = timed(lambda: gpu_headers.page_headers(stored, starts, sizes, num_values))
     headers = gpu_headers.page_headers(stored, starts, sizes, num_values)
-    pages = PageTable(dict(headers.columns))
+    pages = headers.pages
     page_in = starts[pages.chunk] + pages.offset
     steps["CRC32 of every page"] = timed(lambda: gpu_headers.crc32_pages(stored, page_in, pages.compressed_size))
     codecs = {c.codec for c in plan}

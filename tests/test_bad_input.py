@@ -13,7 +13,7 @@ from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
 from flows.mst import mst_flow
-from kernels.parquet.encode import uleb128
+from kernels.parquet.format import uleb128
 from tests.helpers import EDGES, listing, run, write_seed
 
 pytestmark = pytest.mark.usefixtures("prefect_server")

@@ -29,9 +29,9 @@ import pytest
 from kernels import backend as be
 from kernels.parquet import gpu_headers as gph
 from kernels.cuda_source import DIRECTORY
+from kernels.parquet.format import PAGE_FIELDS
 from tasks.errors import InputError
-from tasks.parquet.read.pages import (PAGE_FIELDS, ColumnChunk, parse_page_headers, plan_column_chunks,
-                                 read_chunk_bytes)
+from tasks.parquet.read.pages import ColumnChunk, parse_page_headers, plan_column_chunks, read_chunk_bytes
 
 LOCAL = pafs.LocalFileSystem()
 
@@ -83,9 +83,9 @@ class HostBuild:
         self.lib.page_headers_count(*args, info.ctypes.data)
         first = np.concatenate([[0], np.cumsum(info[2])[:-1]]).astype(np.int64)
         total = int(info[2].sum())
-        table = np.zeros((len(gph.PAGE_FIELDS), total), dtype=np.int64)
+        table = np.zeros((len(PAGE_FIELDS), total), dtype=np.int64)
         self.lib.page_headers_fill(*args, info.ctypes.data, first.ctypes.data, total, table.ctypes.data)
-        return dict(zip(gph.PAGE_FIELDS, table)), info[0], info[1]
+        return dict(zip(PAGE_FIELDS, table)), info[0], info[1]
 
     def crc32(self, buffer, starts, lengths):
         buffer = np.ascontiguousarray(buffer, dtype=np.uint8)
@@ -105,7 +105,7 @@ class CupyKernels:
         import cupy
 
         found = gph.page_headers(cupy.asarray(buffer), starts, sizes, num_values)
-        return found.columns, found.status, found.where
+        return found.pages.columns, found.status, found.where
 
     def crc32(self, buffer, starts, lengths):
         import cupy

@@ -18,13 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernels.parquet import decode as pd
-from kernels.parquet.encode import uleb128
+from kernels.parquet.format import DATA_PAGE, PLAIN, RLE_DICTIONARY, uleb128
+from kernels.parquet.headers import PageTable
 from tasks.errors import InputError
 from tasks.parquet.codec.decompress import (check_page_crcs, decompress_pages_host,
                                       hadoop_lz4_frames)
 from tasks.parquet.read.page_reader import read_columns
-from tasks.parquet.read.pages import (DATA_PAGE, PageTable, decode_chunks, parse_page_headers,
-                                 plan_column_chunks, read_chunk_bytes)
+from tasks.parquet.read.pages import decode_chunks, parse_page_headers, plan_column_chunks, read_chunk_bytes
 from tests.conftest import host
 
 LOCAL = pafs.LocalFileSystem()
@@ -157,7 +157,7 @@ def test_dictionary_fallback_mixes_dictionary_and_plain_pages_in_one_chunk(tmp_p
     plan = plan_column_chunks(pq.ParquetFile(path).metadata, ["x"])
     pages = parse_page_headers(read_chunk_bytes(LOCAL, str(path), plan), plan)
     data = pages.encoding[pages.page_type == DATA_PAGE]
-    assert {pd.RLE_DICTIONARY, pd.PLAIN} <= set(data.tolist())
+    assert {RLE_DICTIONARY, PLAIN} <= set(data.tolist())
     assert_reads_as_pyarrow(path)
 
 

@@ -24,13 +24,15 @@ import zlib
 import numpy as np
 import pyarrow as pa
 
+from kernels.parquet.format import DATA_PAGE_V2
 from tasks.errors import InputError
-from tasks.parquet.read.pages import DATA_PAGE_V2
 
-# pyarrow's codec name per Parquet codec as pyarrow's metadata spells it.
+# pyarrow's codec per Parquet codec (kernels.parquet.format.CODECS' names, as pyarrow's metadata
+# spells them): LZ4's Hadoop frames are split off first (hadoop_lz4_frames), its blocks are bare.
 HOST_CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "LZ4": "lz4_raw",
                "LZ4_RAW": "lz4_raw", "BROTLI": "brotli"}
-# nvCOMP algorithm per codec (GUIDE: Snappy, Zstd, LZ4, Gzip), with its input alignment.
+# nvCOMP algorithm per Parquet codec (GUIDE: Snappy, Zstd, LZ4, Gzip), with its input alignment;
+# the page writer encodes with those of them nvCOMP has an encoder for (nvcomp_c.ENCODERS).
 NVCOMP_CODECS = {"SNAPPY": ("Snappy", 1), "ZSTD": ("Zstd", 8), "LZ4": ("LZ4", 4),
                  "LZ4_RAW": ("LZ4", 4), "GZIP": ("Gzip", 8)}
 

@@ -50,8 +50,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kernels.parquet.decode import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, ENCODING_NAMES, PLAIN,
-                                    PLAIN_DICTIONARY, RLE, RLE_DICTIONARY, to_logical)
+from kernels.parquet.decode import to_logical
+from kernels.parquet.format import (BYTE_STREAM_SPLIT, DATA_PAGE, DATA_PAGE_V2, DELTA_BINARY_PACKED, DICTIONARY_PAGE,
+                                    ENCODING_NAMES, PHYSICAL_DTYPES, PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY)
+from kernels.parquet.headers import PageTable
 from tasks.errors import InputError
 from tasks.parquet.read.checks import (decoded_ids, decoded_weights, find_signs, unit_ids, unit_weights)
 from kernels.parquet import gpu_headers
@@ -59,9 +61,8 @@ from kernels.parquet.batch import decode_pages
 from tasks.parquet.codec.decompress import (HOST_CODECS, check_page_crcs, decompress_pages_host, decompress_pages_nvcomp,
                                       nvcomp_usable)
 from tasks.parquet.read.host_reader import Rows, count_chunks, new_report, read_row_group, run_in_order
-from tasks.parquet.read.pages import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, PHYSICAL_DTYPES, ColumnChunk, PageTable,
-                                 batch_pages, decode_chunks, parse_page_headers, plan_column_chunks,
-                                 read_chunk_bytes, read_chunks_into)
+from tasks.parquet.read.pages import (ColumnChunk, batch_pages, decode_chunks, parse_page_headers, plan_column_chunks,
+                                      read_chunk_bytes, read_chunks_into)
 from tasks.parquet.dataset.plan import InputPlan, ReadUnit, check_unchanged, value_type
 
 UNVERIFIED = "chunks without CRC32s in a codec nvCOMP may trap on"
@@ -298,9 +299,9 @@ class PageRead:
         headers = gpu_headers.page_headers(
             device_stored, [stored_at[c] for c in wanted], [c.size for c in wanted], [c.num_values for c in wanted])
         refused = set(headers.refused().tolist())
-        columns = headers.columns
+        columns = headers.pages.columns
         first = np.searchsorted(columns["chunk"], np.arange(len(wanted) + 1))
-        screened = set(columns["chunk"][possible_fallbacks(PageTable(columns))].tolist())
+        screened = set(columns["chunk"][possible_fallbacks(headers.pages)].tolist())
         for k, chunk in enumerate(wanted):
             if k in refused:  # the host names it (or takes a header deeper than the walk's bound)
                 table = self.prepare(by_group[chunk.row_group], chunk, stored[chunk], fallback)
