@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     import cupy
 
     from kernels.parquet import gpu_headers
-    from kernels.parquet import gpu_pages
+    from kernels.parquet import snappy
     from kernels.parquet.batch import decode_pages
     from tasks.parquet.codec import nvcomp_c
     from tasks.parquet.read import page_reader
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     body = cupy.empty(int(pages.uncompressed_size.sum()), dtype=cupy.uint8)
     out_at = np.cumsum(pages.uncompressed_size) - pages.uncompressed_size
     if codecs == {"SNAPPY"}:
-        steps["Snappy walk"] = timed(lambda: gpu_pages.snappy_check(stored, page_in, pages.compressed_size,
+        steps["Snappy walk"] = timed(lambda: snappy.stream_faults_on_gpu(stored, page_in, pages.compressed_size,
                                                                       pages.uncompressed_size))
         steps["nvCOMP Snappy decompression"] = timed(lambda: nvcomp_c.decompress(
             "Snappy", stored, page_in, pages.compressed_size, body, out_at, pages.uncompressed_size))

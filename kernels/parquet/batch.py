@@ -172,11 +172,6 @@ class HostSteps:
     outputs as kernels/parquet/gpu_pages.py): per-page walks in Python, per-value work whole-array."""
 
     @staticmethod
-    def snappy_check(data, starts, lengths, declared) -> np.ndarray:
-        return np.array([snappy_fault(bytes(data[s:s + n]), d) for s, n, d in zip(starts, lengths, declared)],
-                        dtype=np.int64)
-
-    @staticmethod
     def page_levels(body, body_start, body_size, version, max_def, def_length, num_values):
         """(values_at, present, status) per data page."""
         pages = body_start.shape[0]
@@ -288,52 +283,3 @@ def _uleb(body, pos: int, end: int):
     except IndexError:
         return None, pos
     return value, pos + length
-
-
-def snappy_fault(stream: bytes, declared: int) -> int:
-    """0 when ``stream`` is a well-formed Snappy stream of exactly ``declared`` bytes; else 1 +
-    the byte where it fails (kernels/cuda/parquet_values.cu ``snappy_check`` states the rules)."""
-    end, pos, size = len(stream), 0, 0
-    for k in range(5):
-        if pos >= end:
-            return 1 + pos
-        b = stream[pos]
-        pos += 1
-        size |= (b & 0x7F) << (7 * k)
-        if b < 0x80:
-            break
-    else:
-        return 1 + pos
-    if size > 0xFFFFFFFF or size != declared:
-        return 1 + pos
-    produced = 0
-    while pos < end:
-        at, tag = pos, stream[pos]
-        pos += 1
-        kind = tag & 3
-        if kind == 0:
-            length = tag >> 2
-            if length >= 60:
-                extra = length - 59
-                if pos + extra > end:
-                    return 1 + at
-                length = int.from_bytes(stream[pos:pos + extra], "little")
-                pos += extra
-            length += 1
-            if pos + length > end or produced + length > size:
-                return 1 + at
-            pos += length
-            produced += length
-            continue
-        need = (1, 2, 4)[kind - 1]
-        if pos + need > end:
-            return 1 + at
-        if kind == 1:
-            length, offset = 4 + ((tag >> 2) & 7), ((tag >> 5) << 8) | stream[pos]
-        else:
-            length, offset = (tag >> 2) + 1, int.from_bytes(stream[pos:pos + need], "little")
-        pos += need
-        if offset == 0 or offset > produced or produced + length > size:
-            return 1 + at
-        produced += length
-    return 0 if produced == size else 1 + end
