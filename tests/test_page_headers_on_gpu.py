@@ -28,7 +28,7 @@ import pytest
 
 from kernels import backend as be
 from kernels.parquet import gpu_headers as gph
-from kernels.cuda_source import DIRECTORY
+from kernels.cuda_source import DIRECTORY, parquet_preamble
 from kernels.parquet.format import PAGE_FIELDS
 from tasks.errors import InputError
 from tasks.parquet.read.pages import ColumnChunk, parse_page_headers, plan_column_chunks, read_chunk_bytes
@@ -60,11 +60,12 @@ static inline unsigned atomicXor(unsigned* p, unsigned v) { unsigned old = *p; *
 
 
 class HostBuild:
-    """kernels/cuda/parquet_headers.cu compiled for the CPU; the driver's steps over NumPy."""
+    """kernels/cuda/parquet_headers.cu compiled for the CPU, after the format's preamble the
+    module puts before it (kernels.cuda_source.parquet_preamble); the driver's steps over NumPy."""
 
     def __init__(self, folder):
         source = folder / "parquet_headers.cpp"
-        source.write_text(SHIM + (DIRECTORY / "parquet_headers.cu").read_text())
+        source.write_text(SHIM + parquet_preamble() + (DIRECTORY / "parquet_headers.cu").read_text())
         library = folder / "parquet_headers.so"
         subprocess.run(["g++", "-std=c++17", "-O2", "-shared", "-fPIC", "-o", str(library), str(source)],
                        check=True, capture_output=True, timeout=300)
