@@ -29,7 +29,7 @@ import pytest
 from kernels import backend as be
 from kernels.parquet import gpu_headers as gph
 from kernels.cuda_source import DIRECTORY, parquet_preamble
-from kernels.parquet.format import PAGE_FIELDS
+from kernels.parquet.format import PAGE_FIELDS, uleb128
 from tasks.errors import InputError
 from tasks.parquet.read.pages import ColumnChunk, parse_page_headers, plan_column_chunks, read_chunk_bytes
 
@@ -364,17 +364,9 @@ def test_random_bytes_over_headers(engine, small_chunks):
 BOOL_TYPES, SCALAR_TYPES = (1, 2), (3, 4, 5, 6, 7, 8)
 
 
-def varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, n = n & 0x7F, n >> 7
-        out.append(low | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def zigzag(v: int) -> bytes:
-    return varint(2 * v if v >= 0 else -2 * v - 1)
+    """The zigzag varint of any integer, int64 or beyond."""
+    return uleb128(2 * v if v >= 0 else -2 * v - 1)
 
 
 def thrift_value(rng, t: int, depth: int) -> bytes:
@@ -387,11 +379,11 @@ def thrift_value(rng, t: int, depth: int) -> bytes:
         return rng.bytes(8)
     if t == 8:
         n = int(rng.choice([0, 3, 130]))
-        return varint(n) + rng.bytes(n)
+        return uleb128(n) + rng.bytes(n)
     kinds = SCALAR_TYPES + ((9, 10, 11, 12) if depth < 3 else ())
     if t in (9, 10):
         e, n = int(rng.choice(kinds + BOOL_TYPES)), int(rng.choice([0, 2, 17]))
-        head = bytes([min(n, 15) << 4 | e]) + (varint(n) if n >= 15 else b"")
+        head = bytes([min(n, 15) << 4 | e]) + (uleb128(n) if n >= 15 else b"")
         return head + b"".join(bytes([int(rng.choice(BOOL_TYPES))]) if e in BOOL_TYPES
                                else thrift_value(rng, e, depth + 1) for _ in range(n))
     if t == 11:  # no bool keys or values: pages.py's _skip reads those as taking no byte
@@ -399,7 +391,7 @@ def thrift_value(rng, t: int, depth: int) -> bytes:
         if n == 0:
             return b"\x00"
         k, v = int(rng.choice(kinds)), int(rng.choice(kinds))
-        return varint(n) + bytes([k << 4 | v]) + b"".join(
+        return uleb128(n) + bytes([k << 4 | v]) + b"".join(
             thrift_value(rng, k, depth + 1) + thrift_value(rng, v, depth + 1) for _ in range(n))
     return thrift_struct(rng, depth + 1)
 

@@ -29,7 +29,7 @@ from tests.conftest import host
 
 LOCAL = pafs.LocalFileSystem()
 FILE_NUMBERS = itertools.count()
-CODECS = ["none", "snappy", "zstd", "lz4", "gzip", "brotli"]
+PYARROW_COMPRESSIONS = ["none", "snappy", "zstd", "lz4", "gzip", "brotli"]
 INT_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 FLOAT_TYPES = ["float32", "float64"]
 
@@ -108,7 +108,7 @@ def pyarrow_cases(draw):
         dtype=dtype, n=n, nullable=nullable,
         null_fraction=draw(st.sampled_from([0.0, 0.1, 0.7, 1.0])) if nullable else 0.0,
         distinct=draw(st.sampled_from([1, 5, 300, n])),
-        encoding=draw(st.sampled_from(encodings)), codec=draw(st.sampled_from(CODECS)),
+        encoding=draw(st.sampled_from(encodings)), codec=draw(st.sampled_from(PYARROW_COMPRESSIONS)),
         version=draw(st.sampled_from(["1.0", "2.0"])),
         page_size=draw(st.sampled_from([64, 700, 1 << 20])),
         batch=draw(st.sampled_from([7, 100, 1024])),
@@ -129,7 +129,7 @@ def test_pyarrow_files_read_as_pyarrow_reads_them(tmp_path, case):
 
 
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
-@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("codec", PYARROW_COMPRESSIONS)
 @pytest.mark.parametrize("encoding", ENCODINGS)
 def test_every_encoding_codec_and_page_version(tmp_path, xp, encoding, codec, version):
     """The whole grid once, with nulls, several pages and row groups, on every backend."""
