@@ -33,8 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels.parquet.decode import PageError, decode_hybrid, unpack_bits
-from kernels.parquet.format import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, PLAIN, PLAIN_DICTIONARY, RLE,
-                                    RLE_DICTIONARY, read_uleb128)
+from kernels.parquet.format import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_INDEX_ENCODINGS, DICTIONARY_PAGE,
+                                    DICTIONARY_PAGE_ENCODINGS, PLAIN, RLE, read_uleb128)
 from kernels.parquet.headers import PageTable
 # page status words, as kernels/cuda/parquet_values.cu sets them
 PAGE_REFERENCE = 1  # malformed levels or indices, or a null: the reference decodes the chunk
@@ -70,11 +70,11 @@ def unsupported(pages: BatchPages) -> list:
             if reasons[c] is None:
                 reasons[c] = why
 
-    mark(data & ~np.isin(encoding, (PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY)), "a value encoding decoded page by page")
+    mark(data & ~np.isin(encoding, (PLAIN, *DICTIONARY_INDEX_ENCODINGS)), "a value encoding decoded page by page")
     mark((kind == DATA_PAGE) & (max_def > 0) & (headers.definition_level_encoding != RLE), "levels not in RLE")
     mark((kind == DATA_PAGE_V2) & (headers.repetition_levels_length != 0), "repetition levels")
     mark(max_def > 1, "nested levels")
-    mark(dictionary & (~np.isin(encoding, (PLAIN, PLAIN_DICTIONARY))
+    mark(dictionary & (~np.isin(encoding, DICTIONARY_PAGE_ENCODINGS)
                        | (headers.uncompressed_size != headers.num_values * pages.itemsize[chunk])),
          "a malformed dictionary page")
     # at most one dictionary page per chunk, before its data pages; dictionary indices need it

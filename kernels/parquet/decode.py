@@ -33,8 +33,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.parquet.format import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, ENCODING_NAMES, PLAIN, PLAIN_DICTIONARY,
-                                    RLE, RLE_DICTIONARY, read_uleb128, zigzag_decode)
+from kernels.parquet.format import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, DICTIONARY_INDEX_ENCODINGS,
+                                    DICTIONARY_PAGE_ENCODINGS, ENCODING_NAMES, PLAIN, RLE, read_uleb128, zigzag_decode)
+
+# The value encodings decode_data_page reads
+VALUE_ENCODINGS = (PLAIN, *DICTIONARY_INDEX_ENCODINGS, DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT)
 
 
 class PageError(ValueError):
@@ -267,7 +270,7 @@ def decode_data_page(xp, body, page: DataPage, dtype, dictionary=None):
                         f"{page.num_nulls}")
     values = body[pos:]
     encoding = page.encoding
-    if encoding in (PLAIN_DICTIONARY, RLE_DICTIONARY):
+    if encoding in DICTIONARY_INDEX_ENCODINGS:
         if dictionary is None:
             raise PageError(f"{ENCODING_NAMES[encoding]} page without a dictionary page")
         decoded = dictionary[decode_dictionary_indices(xp, values, present, dictionary.shape[0])]
@@ -290,7 +293,7 @@ def decode_data_page(xp, body, page: DataPage, dtype, dictionary=None):
 
 def decode_dictionary_page(xp, body, encoding: int, count: int, dtype):
     """The ``count`` values of a dictionary page (PLAIN, or PLAIN_DICTIONARY: the same bytes)."""
-    if encoding not in (PLAIN, PLAIN_DICTIONARY):
+    if encoding not in DICTIONARY_PAGE_ENCODINGS:
         raise PageError(f"dictionary page in {ENCODING_NAMES.get(encoding, encoding)}")
     return decode_plain(xp, body, dtype, count)
 

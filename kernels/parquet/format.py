@@ -32,6 +32,10 @@ ENCODING_NAMES = {PLAIN: "PLAIN", PLAIN_DICTIONARY: "PLAIN_DICTIONARY", RLE: "RL
                   DELTA_BINARY_PACKED: "DELTA_BINARY_PACKED", DELTA_LENGTH_BYTE_ARRAY: "DELTA_LENGTH_BYTE_ARRAY",
                   DELTA_BYTE_ARRAY: "DELTA_BYTE_ARRAY", RLE_DICTIONARY: "RLE_DICTIONARY",
                   BYTE_STREAM_SPLIT: "BYTE_STREAM_SPLIT"}
+# A dictionary page's values are PLAIN; format 1.0 files call that PLAIN_DICTIONARY (Encodings.md)
+DICTIONARY_PAGE_ENCODINGS = (PLAIN, PLAIN_DICTIONARY)
+# A data page in these holds indices into its chunk's dictionary page (Encodings.md)
+DICTIONARY_INDEX_ENCODINGS = (PLAIN_DICTIONARY, RLE_DICTIONARY)
 
 # Type, the physical types (parquet.thrift), by the name pyarrow's metadata gives them
 PHYSICAL_TYPES = {"BOOLEAN": 0, "INT32": 1, "INT64": 2, "INT96": 3, "FLOAT": 4, "DOUBLE": 5, "BYTE_ARRAY": 6,

@@ -50,9 +50,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kernels.parquet.decode import to_logical
-from kernels.parquet.format import (BYTE_STREAM_SPLIT, DATA_PAGE, DATA_PAGE_V2, DELTA_BINARY_PACKED, DICTIONARY_PAGE,
-                                    ENCODING_NAMES, PHYSICAL_DTYPES, PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY)
+from kernels.parquet.decode import VALUE_ENCODINGS, to_logical
+from kernels.parquet.format import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, DICTIONARY_PAGE_ENCODINGS, ENCODING_NAMES,
+                                    PHYSICAL_DTYPES, RLE)
 from kernels.parquet.headers import PageTable
 from tasks.errors import InputError
 from tasks.parquet.read.checks import (decoded_ids, decoded_weights, find_signs, unit_ids, unit_weights)
@@ -66,8 +66,6 @@ from tasks.parquet.read.pages import (ColumnChunk, batch_pages, decode_chunks, p
 from tasks.parquet.dataset.plan import InputPlan, ReadUnit, check_unchanged, value_type
 
 UNVERIFIED = "chunks without CRC32s in a codec nvCOMP may trap on"
-VALUE_ENCODINGS = (PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY, DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT)
-DICTIONARY_ENCODINGS = (PLAIN, PLAIN_DICTIONARY)
 # Uncompressed column-chunk bytes per batch: bounds the decompressed pages held at once (on the
 # GPU, beside the edge list being filled) while giving nvCOMP many pages per call.
 BATCH_BYTES = 256 << 20
@@ -122,7 +120,7 @@ def _unsupported(pages: PageTable, with_levels: bool) -> list[tuple[str, np.ndar
     kind, encoding, levels = pages.page_type, pages.encoding, pages.definition_level_encoding
     data = (kind == DATA_PAGE) | (kind == DATA_PAGE_V2)
     fields = [("encoding {}", data & ~np.isin(encoding, VALUE_ENCODINGS), encoding),
-              ("dictionary page encoding {}", (kind == DICTIONARY_PAGE) & ~np.isin(encoding, DICTIONARY_ENCODINGS),
+              ("dictionary page encoding {}", (kind == DICTIONARY_PAGE) & ~np.isin(encoding, DICTIONARY_PAGE_ENCODINGS),
                encoding)]
     if with_levels:
         fields.append(("definition levels in {}", (kind == DATA_PAGE) & (levels != RLE), levels))
