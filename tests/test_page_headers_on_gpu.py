@@ -1,5 +1,6 @@
 """The GPU's page headers and page CRC32s (kernels/parquet/gpu_headers.py) are the host's: the
-table tasks.parquet.read.pages.parse_page_headers builds, field for field, from pyarrow files of both
+table the host walk builds (kernels.parquet.headers.page_headers, through
+tasks.parquet.read.pages.parse_page_headers), field for field, from pyarrow files of both
 page versions, with and without CRCs, statistics, dictionaries and nulls, in several codecs and
 page sizes, from DuckDB files and an empty file; a chunk status that is non-zero exactly where
 that parser raises (truncated chunks, flipped header bytes, a page past the chunk's end, value
