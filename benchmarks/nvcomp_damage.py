@@ -1,7 +1,7 @@
 """Whether nvCOMP's decoders survive damaged streams (GPU with nvCOMP only):
 `python -m benchmarks.nvcomp_damage`.
 
-For each codec (Zstd, LZ4, Gzip, Snappy) and each damage (256 zeroed bytes, 20 flipped bytes,
+For each codec (Snappy, Zstd, LZ4, Gzip) and each damage (256 zeroed bytes, 20 flipped bytes,
 the stream cut in half) a fresh process compresses 1 MiB of int64 values with pyarrow's codec,
 damages the stream, decodes it with nvCOMP into a buffer of the original size, then runs one
 CuPy operation: the line says whether nvCOMP returned, raised, hung, or ended the CUDA context
@@ -12,7 +12,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-CODECS = {"Zstd": "zstd", "LZ4": "lz4_raw", "Gzip": "gzip", "Snappy": "snappy"}
+from tasks.parquet.codec.decompress import HOST_CODECS, NVCOMP_CODECS
+
+# pyarrow's codec that writes the streams of each nvCOMP decoder
+HOST_CODEC_OF = {algorithm: HOST_CODECS[codec] for codec, (algorithm, _) in NVCOMP_CODECS.items()}
 DAMAGES = ("zeros", "flips", "truncate")
 WAIT = 30  # seconds a case may take before it counts as hung
 
@@ -25,7 +28,7 @@ def one(codec: str, damage: str) -> str:
 
     rng = np.random.default_rng(1)
     raw = rng.integers(0, 5000, 1 << 17).astype(np.int64).tobytes()
-    stream = bytearray(pa.Codec(CODECS[codec]).compress(raw, asbytes=True))
+    stream = bytearray(pa.Codec(HOST_CODEC_OF[codec]).compress(raw, asbytes=True))
     if damage == "zeros":
         at = len(stream) // 3
         stream[at:at + 256] = bytes(256)
@@ -50,7 +53,7 @@ def one(codec: str, damage: str) -> str:
 
 
 def main() -> int:
-    for codec in CODECS:
+    for codec in HOST_CODEC_OF:
         for damage in DAMAGES:
             try:
                 result = subprocess.run([sys.executable, "-c", "import sys; from benchmarks.nvcomp_damage import one; "

@@ -47,11 +47,11 @@ def main(argv=None) -> int:
     import cupy
 
     from kernels.parquet import gpu_headers
-    from kernels.parquet import gpu_pages
+    from kernels.parquet import snappy
     from kernels.parquet.batch import decode_pages
     from tasks.parquet.codec import nvcomp_c
     from tasks.parquet.read import page_reader
-    from tasks.parquet.read.pages import PageTable, batch_pages, plan_column_chunks, read_chunks_into
+    from tasks.parquet.read.pages import batch_pages, plan_column_chunks, read_chunks_into
     from tasks.parquet.store.filesystem import local
     from tasks.parquet.read.reader import read_edges
 
@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     num_values = [c.num_values for c in plan]
     steps["page headers"] = timed(lambda: gpu_headers.page_headers(stored, starts, sizes, num_values))
     headers = gpu_headers.page_headers(stored, starts, sizes, num_values)
-    pages = PageTable(dict(headers.columns))
+    pages = headers.pages
     page_in = starts[pages.chunk] + pages.offset
     steps["CRC32 of every page"] = timed(lambda: gpu_headers.crc32_pages(stored, page_in, pages.compressed_size))
     codecs = {c.codec for c in plan}
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     body = cupy.empty(int(pages.uncompressed_size.sum()), dtype=cupy.uint8)
     out_at = np.cumsum(pages.uncompressed_size) - pages.uncompressed_size
     if codecs == {"SNAPPY"}:
-        steps["Snappy walk"] = timed(lambda: gpu_pages.snappy_check(stored, page_in, pages.compressed_size,
+        steps["Snappy walk"] = timed(lambda: snappy.stream_faults_on_gpu(stored, page_in, pages.compressed_size,
                                                                       pages.uncompressed_size))
         steps["nvCOMP Snappy decompression"] = timed(lambda: nvcomp_c.decompress(
             "Snappy", stored, page_in, pages.compressed_size, body, out_at, pages.uncompressed_size))

@@ -2,7 +2,9 @@
 
 kernels/cuda/common.cuh, graph.cu, bfs.cu, bfs_partitioned.cu, msf.cu, parquet_headers.cu and
 parquet_values.cu are compiled together, in that order, as one module; a file may use what the
-files before it define. ``make kernels`` builds it ahead of time with nvcc (kernels/build_module.py,
+files before it define. Before them comes ``parquet_preamble()``: the Parquet format's facts the
+kernels use (page types, the compact protocol's type codes, the page table's slots, PageHeader's
+kept fields), written as C++ from kernels/parquet/format.py, so the kernels spell none of them. ``make kernels`` builds it ahead of time with nvcc (kernels/build_module.py,
 ``for_nvcc``); at run time kernels/gpu.py loads that build, or compiles ``source()`` with NVRTC
 where the build does not match the sources or the device. Template kernels are named with their
 arguments ("msf_min_key<double,int>"): CuPy's name expressions instantiate them under NVRTC;
@@ -12,6 +14,8 @@ compile test runs without a GPU.
 from __future__ import annotations
 
 from pathlib import Path
+
+from kernels.parquet import format as parquet
 
 FILES = ("common.cuh", "graph.cu", "bfs.cu", "bfs_partitioned.cu", "msf.cu", "parquet_headers.cu",
          "parquet_values.cu")
@@ -42,8 +46,44 @@ def name_expressions() -> list[str]:
     return names
 
 
+# The compact protocol's type codes, as the kernels name them (T_ and format.py's name)
+THRIFT_TYPES = ("TRUE", "FALSE", "BYTE", "I16", "I32", "I64", "DOUBLE", "BINARY", "LIST", "SET", "MAP", "STRUCT")
+
+
+def _switch(value: str, cases: dict, default: str) -> str:
+    arms = " ".join(f"case {k}: return {v};" for k, v in cases.items())
+    return f"switch ({value}) {{ {arms} default: return {default}; }}"
+
+
+def parquet_preamble() -> str:
+    """kernels/parquet/format.py's facts the CUDA kernels use, as C++ definitions."""
+    slot = {name: f"PH_{name.upper()}" for name in parquet.PAGE_FIELDS}
+    nested = {header: _switch("id", {k: slot[v] for k, v in fields.items()}, "-1")
+              for header, fields in parquet.NESTED_HEADER_FIELDS.items()}
+    lines = [
+        "// Parquet's format facts (kernels/parquet/format.py), written by kernels/cuda_source.py.",
+        *(f"constexpr int {name} = {getattr(parquet, name)};  // PageType"
+          for name in ("DATA_PAGE", "INDEX_PAGE", "DICTIONARY_PAGE", "DATA_PAGE_V2")),
+        *(f"constexpr unsigned T_{name} = {getattr(parquet, name)};  // compact protocol type" for name in THRIFT_TYPES),
+        "// Slots of a page row: PAGE_FIELDS, in that order; PH_FIELDS slots in all.",
+        f"enum {{ {', '.join(slot.values())}, PH_FIELDS }};",
+        "// The slot of PageHeader field `id` (an i32 the table keeps), -1 for another field.",
+        "__device__ __forceinline__ int page_header_slot(unsigned long long id) { "
+        + _switch("id", {k: slot[v] for k, v in parquet.PAGE_HEADER_FIELDS.items()}, "-1") + " }",
+        "// Whether PageHeader field `id` is a nested header (a struct) whose fields the table keeps.",
+        "__device__ __forceinline__ bool page_header_nested(unsigned long long id) { "
+        + _switch("id", {k: "true" for k in nested}, "false") + " }",
+        "// The slot of field `id` of the nested header in PageHeader field `header`, -1 if not kept.",
+        "__device__ __forceinline__ int nested_header_slot(unsigned long long header, unsigned long long id) {",
+        *(f"    if (header == {header}) {{ {body} }}" for header, body in nested.items()),
+        "    return -1;",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def source() -> str:
-    return "\n".join((DIRECTORY / f).read_text() for f in FILES)
+    return "\n".join([parquet_preamble(), *((DIRECTORY / f).read_text() for f in FILES)])
 
 
 def for_nvcc() -> str:

@@ -13,7 +13,7 @@ from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
 from flows.mst import mst_flow
-from kernels.parquet.encode import uleb128
+from kernels.parquet.thrift import decode_struct, encode_struct, field
 from tests.helpers import EDGES, listing, run, write_seed
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -209,72 +209,17 @@ def page_checksum_mismatch(tmp_path):
     return p, [], f"{p}: corrupt Parquet data in column 'src', row group 0 ("
 
 
-def _varint(buf, i):
-    value = shift = 0
-    while True:
-        byte = buf[i]
-        value |= (byte & 0x7F) << shift
-        shift, i = shift + 7, i + 1
-        if byte < 0x80:
-            return value, i
-
-
-def _fields(buf, i):
-    """(field id, type, value start, value end) of a Thrift compact struct starting at i."""
-    fid = 0
-    while buf[i] != 0:
-        head, i = buf[i], i + 1
-        delta, ftype = head >> 4, head & 0x0F
-        if delta:
-            fid += delta
-        else:
-            raw, i = _varint(buf, i)
-            fid = (raw >> 1) ^ -(raw & 1)
-        end = _skip(buf, i, ftype)
-        yield fid, ftype, i, end
-        i = end
-
-
-def _skip(buf, i, ftype):
-    if ftype in (1, 2):
-        return i
-    if ftype == 3:
-        return i + 1
-    if ftype in (4, 5, 6):
-        return _varint(buf, i)[1]
-    if ftype == 7:
-        return i + 8
-    if ftype == 8:
-        size, i = _varint(buf, i)
-        return i + size
-    if ftype in (9, 10):
-        size, etype, i = buf[i] >> 4, buf[i] & 0x0F, i + 1
-        if size == 15:
-            size, i = _varint(buf, i)
-        for _ in range(size):
-            i = i + 1 if etype in (1, 2) else _skip(buf, i, etype)
-        return i
-    if ftype == 12:
-        ends = [end for *_, end in _fields(buf, i)]
-        return (ends[-1] if ends else i) + 1  # past the struct's STOP byte
-    raise ValueError(f"thrift type {ftype}")
-
-
 def forge_footer(path, file_rows=None, group_rows=None):
     """Rewrite a Parquet footer's FileMetaData.num_rows and/or the first RowGroup.num_rows."""
     data = path.read_bytes()
     length = struct.unpack("<i", data[-8:-4])[0]
-    footer = bytearray(data[-8 - length:-8])
-    edits = []
-    for fid, _, start, end in _fields(footer, 0):
-        if fid == 3 and file_rows is not None:
-            edits.append((start, end, file_rows))
-        if fid == 4 and group_rows is not None:
-            first_group = start + 1 if footer[start] >> 4 != 15 else _varint(footer, start + 1)[1]
-            edits += [(s, e, group_rows) for f, _, s, e in _fields(footer, first_group) if f == 3]
-    for start, end, value in sorted(edits, reverse=True):
-        footer[start:end] = uleb128(value * 2)  # zigzag of a non-negative value
-    path.write_bytes(data[:-8 - length] + bytes(footer) + struct.pack("<i", len(footer)) + b"PAR1")
+    meta = decode_struct(data[-8 - length:-8])
+    if file_rows is not None:
+        field(meta, 3)[2] = file_rows
+    if group_rows is not None:
+        field(field(meta, 4)[2][1][0], 3)[2] = group_rows
+    footer = encode_struct(meta)
+    path.write_bytes(data[:-8 - length] + footer + struct.pack("<i", len(footer)) + b"PAR1")
 
 
 def footer_claims_2_pow_31_rows(tmp_path):

@@ -13,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernels.parquet.batch import HostSteps, decode_pages, snappy_fault
+from kernels.parquet.batch import decode_pages
 from kernels.parquet.decode import PageError
+from kernels.parquet.snappy import stream_fault, stream_faults, stream_faults_on_gpu
 from tasks.parquet.store.filesystem import local
 from tasks.errors import InputError
 from tasks.parquet.codec.decompress import decompress_pages_host
@@ -191,7 +192,7 @@ STREAM_SOURCES = {
 @pytest.mark.parametrize("n", [0, 1, 17, 4096, 70000, 300000])
 def test_every_snappy_stream_pyarrow_writes_passes(source, n):
     data = STREAM_SOURCES[source](np.random.default_rng(n), n)
-    assert snappy_fault(snappy(data), n) == 0
+    assert stream_fault(snappy(data), n) == 0
 
 
 @settings(max_examples=300, deadline=None)
@@ -210,7 +211,7 @@ def test_no_damaged_snappy_stream_passes_that_the_decoder_refuses(source, n, see
         stream += bytes(rng.integers(0, 256, int(rng.integers(1, 5)), dtype=np.uint8))
     else:
         declared = int(rng.integers(0, 2 * n + 2))
-    if snappy_fault(bytes(stream), declared) == 0:
+    if stream_fault(bytes(stream), declared) == 0:
         assert snappy_accepts(bytes(stream), declared)
 
 
@@ -244,7 +245,7 @@ WINDOW_CASES = [
 
 @pytest.mark.parametrize("stream, declared, case", SNAPPY_RULES + WINDOW_CASES)
 def test_snappy_walk_rules(stream, declared, case):
-    assert (snappy_fault(stream, declared) == 0) == case.endswith("passes"), case
+    assert (stream_fault(stream, declared) == 0) == case.endswith("passes"), case
     if case.endswith("passes"):
         assert snappy_accepts(stream, declared)
 
@@ -254,7 +255,6 @@ def test_snappy_walk_on_the_gpu_agrees_with_the_reference(backend):
         pytest.skip("the kernel runs on CuPy")
     import cupy as cp
 
-    from kernels.parquet import gpu_pages
     rng = np.random.default_rng(5)
     streams, declared = [], []
     for k in range(400):
@@ -270,7 +270,7 @@ def test_snappy_walk_on_the_gpu_agrees_with_the_reference(backend):
     lengths = np.array([len(s) for s in streams], np.int64)
     starts = np.cumsum(lengths) - lengths
     data = np.frombuffer(b"".join(streams), np.uint8)
-    want = HostSteps.snappy_check(data, starts, lengths, np.array(declared))
-    got = gpu_pages.snappy_check(cp.asarray(data), starts, lengths, np.array(declared))
+    want = stream_faults(data, starts, lengths, np.array(declared))
+    got = stream_faults_on_gpu(cp.asarray(data), starts, lengths, np.array(declared))
     np.testing.assert_array_equal(got, want)
     assert (want == 0).sum() > 50 and (want != 0).sum() > 50

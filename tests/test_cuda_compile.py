@@ -32,7 +32,7 @@ def test_every_kernel_the_drivers_launch_is_defined():
     """The drivers launch kernels by name (templates through cuda_source.template); each plain
     name must be a kernel of the module, each template one of the instantiated names."""
     module = source()
-    drivers = "\n".join(p.read_text() for p in sorted(KERNELS.glob("gpu*.py")))
+    drivers = "\n".join(p.read_text() for p in sorted(KERNELS.rglob("*.py")))
     plain = set(re.findall(r'(?:kernel|launch)\("(\w+)"', drivers))
     templated = set(re.findall(r'template\("(\w+)"', drivers))
     assert plain and templated

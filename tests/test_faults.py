@@ -161,7 +161,7 @@ def test_flow_on_a_gpu_without_room_fails_with_one_clear_error(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-PLAIN = dict(use_dictionary=False, compression="none")  # byte offsets depend on the row count alone
+PLAIN_UNCOMPRESSED = dict(use_dictionary=False, compression="none")  # byte offsets depend on the row count alone
 
 
 @pytest.mark.parametrize("change", ["same-layout", "other-layout", "removed"])
@@ -174,10 +174,10 @@ def test_an_input_file_that_changes_after_its_footer_was_read_is_refused(tmp_pat
     with "corrupt Parquet data" naming a file that is fine, and a removed file was "not a
     readable Parquet file". A partitioned run's ranks read seconds after the plan (its cluster
     starts in between). Now the file must still be the one planned: same inode, size and mtime."""
-    graph = write_edges(tmp_path / "g.parquet", [0, 1, 2, 3], [1, 2, 3, 0], [1.0, 2.0, 3.0, 4.0], **PLAIN)
+    graph = write_edges(tmp_path / "g.parquet", [0, 1, 2, 3], [1, 2, 3, 0], [1.0, 2.0, 3.0, 4.0], **PLAIN_UNCOMPRESSED)
     update = tmp_path / "next.parquet"
     if change == "same-layout":
-        write_edges(update, [5, 6, 7, 8], [6, 7, 8, 5], [9.0, 9.0, 9.0, 9.0], **PLAIN)
+        write_edges(update, [5, 6, 7, 8], [6, 7, 8, 5], [9.0, 9.0, 9.0, 9.0], **PLAIN_UNCOMPRESSED)
     elif change == "other-layout":
         write_edges(update, list(range(100)), list(range(1, 101)), [1.0] * 100, row_group_size=10)
 

@@ -1,5 +1,6 @@
 """The GPU's page headers and page CRC32s (kernels/parquet/gpu_headers.py) are the host's: the
-table tasks.parquet.read.pages.parse_page_headers builds, field for field, from pyarrow files of both
+table the host walk builds (kernels.parquet.headers.page_headers, through
+tasks.parquet.read.pages.parse_page_headers), field for field, from pyarrow files of both
 page versions, with and without CRCs, statistics, dictionaries and nulls, in several codecs and
 page sizes, from DuckDB files and an empty file; a chunk status that is non-zero exactly where
 that parser raises (truncated chunks, flipped header bytes, a page past the chunk's end, value
@@ -27,11 +28,11 @@ import pytest
 
 from kernels import backend as be
 from kernels.parquet import gpu_headers as gph
-from kernels.cuda_source import DIRECTORY
+from kernels.cuda_source import DIRECTORY, parquet_preamble
+from kernels.parquet.format import PAGE_FIELDS, uleb128
 from tasks.parquet.store.filesystem import local
 from tasks.errors import InputError
-from tasks.parquet.read.pages import (PAGE_FIELDS, ColumnChunk, parse_page_headers, plan_column_chunks,
-                                 read_chunk_bytes)
+from tasks.parquet.read.pages import ColumnChunk, parse_page_headers, plan_column_chunks, read_chunk_bytes
 
 LOCAL = local()
 
@@ -60,11 +61,12 @@ static inline unsigned atomicXor(unsigned* p, unsigned v) { unsigned old = *p; *
 
 
 class HostBuild:
-    """kernels/cuda/parquet_headers.cu compiled for the CPU; the driver's steps over NumPy."""
+    """kernels/cuda/parquet_headers.cu compiled for the CPU, after the format's preamble the
+    module puts before it (kernels.cuda_source.parquet_preamble); the driver's steps over NumPy."""
 
     def __init__(self, folder):
         source = folder / "parquet_headers.cpp"
-        source.write_text(SHIM + (DIRECTORY / "parquet_headers.cu").read_text())
+        source.write_text(SHIM + parquet_preamble() + (DIRECTORY / "parquet_headers.cu").read_text())
         library = folder / "parquet_headers.so"
         subprocess.run(["g++", "-std=c++17", "-O2", "-shared", "-fPIC", "-o", str(library), str(source)],
                        check=True, capture_output=True, timeout=300)
@@ -83,9 +85,9 @@ class HostBuild:
         self.lib.page_headers_count(*args, info.ctypes.data)
         first = np.concatenate([[0], np.cumsum(info[2])[:-1]]).astype(np.int64)
         total = int(info[2].sum())
-        table = np.zeros((len(gph.PAGE_FIELDS), total), dtype=np.int64)
+        table = np.zeros((len(PAGE_FIELDS), total), dtype=np.int64)
         self.lib.page_headers_fill(*args, info.ctypes.data, first.ctypes.data, total, table.ctypes.data)
-        return dict(zip(gph.PAGE_FIELDS, table)), info[0], info[1]
+        return dict(zip(PAGE_FIELDS, table)), info[0], info[1]
 
     def crc32(self, buffer, starts, lengths):
         buffer = np.ascontiguousarray(buffer, dtype=np.uint8)
@@ -105,7 +107,7 @@ class CupyKernels:
         import cupy
 
         found = gph.page_headers(cupy.asarray(buffer), starts, sizes, num_values)
-        return found.columns, found.status, found.where
+        return found.pages.columns, found.status, found.where
 
     def crc32(self, buffer, starts, lengths):
         import cupy
@@ -363,17 +365,9 @@ def test_random_bytes_over_headers(engine, small_chunks):
 BOOL_TYPES, SCALAR_TYPES = (1, 2), (3, 4, 5, 6, 7, 8)
 
 
-def varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, n = n & 0x7F, n >> 7
-        out.append(low | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def zigzag(v: int) -> bytes:
-    return varint(2 * v if v >= 0 else -2 * v - 1)
+    """The zigzag varint of any integer, int64 or beyond."""
+    return uleb128(2 * v if v >= 0 else -2 * v - 1)
 
 
 def thrift_value(rng, t: int, depth: int) -> bytes:
@@ -386,11 +380,11 @@ def thrift_value(rng, t: int, depth: int) -> bytes:
         return rng.bytes(8)
     if t == 8:
         n = int(rng.choice([0, 3, 130]))
-        return varint(n) + rng.bytes(n)
+        return uleb128(n) + rng.bytes(n)
     kinds = SCALAR_TYPES + ((9, 10, 11, 12) if depth < 3 else ())
     if t in (9, 10):
         e, n = int(rng.choice(kinds + BOOL_TYPES)), int(rng.choice([0, 2, 17]))
-        head = bytes([min(n, 15) << 4 | e]) + (varint(n) if n >= 15 else b"")
+        head = bytes([min(n, 15) << 4 | e]) + (uleb128(n) if n >= 15 else b"")
         return head + b"".join(bytes([int(rng.choice(BOOL_TYPES))]) if e in BOOL_TYPES
                                else thrift_value(rng, e, depth + 1) for _ in range(n))
     if t == 11:  # no bool keys or values: pages.py's _skip reads those as taking no byte
@@ -398,7 +392,7 @@ def thrift_value(rng, t: int, depth: int) -> bytes:
         if n == 0:
             return b"\x00"
         k, v = int(rng.choice(kinds)), int(rng.choice(kinds))
-        return varint(n) + bytes([k << 4 | v]) + b"".join(
+        return uleb128(n) + bytes([k << 4 | v]) + b"".join(
             thrift_value(rng, k, depth + 1) + thrift_value(rng, v, depth + 1) for _ in range(n))
     return thrift_struct(rng, depth + 1)
 

@@ -17,19 +17,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernels.parquet import decode as pd
-from kernels.parquet.encode import uleb128
+from kernels.parquet.format import DATA_PAGE, PLAIN, RLE_DICTIONARY, uleb128
+from kernels.parquet.headers import PageTable
 from tasks.parquet.store.filesystem import local
 from tasks.errors import InputError
 from tasks.parquet.codec.decompress import (check_page_crcs, decompress_pages_host,
                                       hadoop_lz4_frames)
 from tasks.parquet.read.page_reader import read_columns
-from tasks.parquet.read.pages import (DATA_PAGE, PageTable, decode_chunks, parse_page_headers,
-                                 plan_column_chunks, read_chunk_bytes)
+from tasks.parquet.read.pages import decode_chunks, parse_page_headers, plan_column_chunks, read_chunk_bytes
 from tests.conftest import host
 
 LOCAL = local()
 FILE_NUMBERS = itertools.count()
-CODECS = ["none", "snappy", "zstd", "lz4", "gzip", "brotli"]
+PYARROW_COMPRESSIONS = ["none", "snappy", "zstd", "lz4", "gzip", "brotli"]
 INT_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 FLOAT_TYPES = ["float32", "float64"]
 
@@ -108,7 +108,7 @@ def pyarrow_cases(draw):
         dtype=dtype, n=n, nullable=nullable,
         null_fraction=draw(st.sampled_from([0.0, 0.1, 0.7, 1.0])) if nullable else 0.0,
         distinct=draw(st.sampled_from([1, 5, 300, n])),
-        encoding=draw(st.sampled_from(encodings)), codec=draw(st.sampled_from(CODECS)),
+        encoding=draw(st.sampled_from(encodings)), codec=draw(st.sampled_from(PYARROW_COMPRESSIONS)),
         version=draw(st.sampled_from(["1.0", "2.0"])),
         page_size=draw(st.sampled_from([64, 700, 1 << 20])),
         batch=draw(st.sampled_from([7, 100, 1024])),
@@ -129,7 +129,7 @@ def test_pyarrow_files_read_as_pyarrow_reads_them(tmp_path, case):
 
 
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
-@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("codec", PYARROW_COMPRESSIONS)
 @pytest.mark.parametrize("encoding", ENCODINGS)
 def test_every_encoding_codec_and_page_version(tmp_path, xp, encoding, codec, version):
     """The whole grid once, with nulls, several pages and row groups, on every backend."""
@@ -157,7 +157,7 @@ def test_dictionary_fallback_mixes_dictionary_and_plain_pages_in_one_chunk(tmp_p
     plan = plan_column_chunks(pq.ParquetFile(path).metadata, ["x"])
     pages = parse_page_headers(read_chunk_bytes(LOCAL, str(path), plan), plan)
     data = pages.encoding[pages.page_type == DATA_PAGE]
-    assert {pd.RLE_DICTIONARY, pd.PLAIN} <= set(data.tolist())
+    assert {RLE_DICTIONARY, PLAIN} <= set(data.tolist())
     assert_reads_as_pyarrow(path)
 
 

@@ -17,8 +17,8 @@
 // after the scan, page_headers_fill (the rows). Parsing twice costs less than bounding the
 // table without counting: a page can be 5 header bytes long, so a bound would be size / 5 rows.
 //
-// The walk mirrors tasks/parquet/read/pages.py parse_page_headers (_parse_header, _skip and
-// _skip_flat_struct) decision for decision, so a chunk's status is non-zero exactly where that
+// The walk mirrors kernels/parquet/headers.py page_headers (_parse_header, and thrift.py's skip
+// and skip_flat_struct) decision for decision, so a chunk's status is non-zero exactly where that
 // parser raises for the chunk alone. Where Python's integers are unbounded, a varint here keeps
 // its low 64 bits and a flag saying whether more were set ("wide"). The differences, all for
 // values no writer produces: nesting deeper than PH_MAX_DEPTH is refused (PH_TOO_DEEP; Python
@@ -27,12 +27,10 @@
 // values, 2**64 times); a size read past the chunk's end is refused when it is read, where
 // Python refuses at its next read (there always is one: a header ends with its stop byte).
 
-// Slots of a page row: PAGE_FIELDS of kernels/parquet/gpu_headers.py, in that order.
-enum {
-    PH_CHUNK, PH_HEADER_OFFSET, PH_OFFSET, PH_PAGE_TYPE, PH_UNCOMPRESSED_SIZE, PH_COMPRESSED_SIZE,
-    PH_CRC, PH_NUM_VALUES, PH_ENCODING, PH_DEFINITION_LEVEL_ENCODING, PH_NUM_NULLS, PH_NUM_ROWS,
-    PH_DEFINITION_LEVELS_LENGTH, PH_REPETITION_LEVELS_LENGTH, PH_IS_COMPRESSED, PH_FIELDS
-};
+// The format's facts (page types DATA_PAGE.., the compact protocol's types T_TRUE..T_STRUCT, a
+// page row's slots PH_CHUNK..PH_IS_COMPRESSED and PH_FIELDS, PageHeader's kept fields:
+// page_header_slot, page_header_nested, nested_header_slot) come from kernels/parquet/format.py,
+// written before the module's files by kernels/cuda_source.py (parquet_preamble).
 
 // Chunk status (kernels/parquet/gpu_headers.py names them).
 enum {
@@ -45,7 +43,7 @@ enum {
 };
 
 #define PH_MAX_DEPTH 32
-#define PH_CRC_ABSENT (-(1ll << 40))  // pages.py's marker: outside i32, so a stored -1 stays apart
+#define PH_CRC_ABSENT (-(1ll << 40))  // headers.py's marker: outside i32, so a stored -1 stays apart
 #define PH_FAR_FIELD (1ull << 62)     // a field id from a varint wider than 64 bits: matches nothing
 
 // Thrift compact protocol: the low nibble of a field header (or a list's element header) is
@@ -54,19 +52,7 @@ enum {
 // least significant first); binary is a varint length and the bytes; a list or set is a byte
 // (count << 4 | element type; count 15: a varint count follows) and its elements; a map is a
 // varint count and, when not 0, a byte (key type << 4 | value type) and the pairs; a struct is
-// its fields and a 0 byte. A bool field's value is its header's type (1 true, 2 false).
-#define T_TRUE 1
-#define T_FALSE 2
-#define T_BYTE 3
-#define T_I16 4
-#define T_I32 5
-#define T_I64 6
-#define T_DOUBLE 7
-#define T_BINARY 8
-#define T_LIST 9
-#define T_SET 10
-#define T_MAP 11
-#define T_STRUCT 12
+// its fields and a 0 byte. A bool field's value is its header's type (T_TRUE or T_FALSE).
 
 // The chunk's bytes [0, end) and the read position; every read checks the end.
 struct ThriftIn {
@@ -116,7 +102,7 @@ __device__ __forceinline__ i64 zigzag(u64 raw) { return (i64)(raw >> 1) ^ -(i64)
 
 __device__ __forceinline__ bool thrift_type_known(unsigned t) { return t >= T_TRUE && t <= T_STRUCT; }
 
-// Bytes a value of type t takes when skipped without reading it (as _skip does: a bool none,
+// Bytes a value of type t takes when skipped without reading it (as skip does: a bool none,
 // being in its field header; a byte one; a double eight), -1 for a type that must be read.
 __device__ __forceinline__ int thrift_unread_size(unsigned t) {
     return t == T_TRUE || t == T_FALSE ? 0 : t == T_BYTE ? 1 : t == T_DOUBLE ? 8 : -1;
@@ -131,12 +117,12 @@ struct SkipFrame {
     unsigned char key;    // map: 1 when the next element is a key
 };
 #define SKIP_STRUCT 0
-#define SKIP_FLAT_STRUCT 1  // _skip_flat_struct: type 0, 1, 2 fields take no bytes, and no error
+#define SKIP_FLAT_STRUCT 1  // skip_flat_struct: type 0, 1, 2 fields take no bytes, and no error
 #define SKIP_LIST 2
 #define SKIP_MAP 3
 
 // Moves `in` past one value of type `type` (a struct of the flat kind when `flat`), iteratively
-// with an explicit stack where _skip recurses. Returns PH_OK or an error code.
+// with an explicit stack where skip recurses. Returns PH_OK or an error code.
 __device__ int thrift_skip(ThriftIn& in, unsigned type, bool flat) {
     SkipFrame stack[PH_MAX_DEPTH];
     int depth = 0;
@@ -176,7 +162,7 @@ __device__ int thrift_skip(ThriftIn& in, unsigned type, bool flat) {
                     }
                     if (n == 0) break;
                     unsigned e = head & 0x0F;
-                    if (!thrift_type_known(e)) return PH_UNPARSABLE;  // _skip raises at the first element
+                    if (!thrift_type_known(e)) return PH_UNPARSABLE;  // skip raises at the first element
                     int size = e == T_TRUE || e == T_FALSE ? 1 : thrift_unread_size(e);  // bools in a list: a byte each
                     if (size > 0) {
                         if (n > (u64)(in.end - in.pos) / (u64)size) return PH_UNPARSABLE;
@@ -195,9 +181,9 @@ __device__ int thrift_skip(ThriftIn& in, unsigned type, bool flat) {
                     unsigned k = head >> 4, v = head & 0x0F;
                     if (!thrift_type_known(k) || !thrift_type_known(v)) return PH_UNPARSABLE;
                     int ks = thrift_unread_size(k), vs = thrift_unread_size(v);
-                    if (ks >= 0 && vs >= 0) {  // _skip reads nothing of these pairs
+                    if (ks >= 0 && vs >= 0) {  // skip reads nothing of these pairs
                         u64 size = (u64)(ks + vs);
-                        if (size == 0) break;  // bool keys and values: _skip takes no byte for them
+                        if (size == 0) break;  // bool keys and values: skip takes no byte for them
                         if (n > (u64)(in.end - in.pos) / size) return PH_UNPARSABLE;
                         in.pos += (i64)(n * size);
                         break;
@@ -210,7 +196,7 @@ __device__ int thrift_skip(ThriftIn& in, unsigned type, bool flat) {
                     if (depth == PH_MAX_DEPTH) return PH_TOO_DEEP;
                     stack[depth++] = SkipFrame{0, (unsigned char)(flat ? SKIP_FLAT_STRUCT : SKIP_STRUCT), 0, 0, 0};
                     break;
-                default:  // 0 and 13..15: _skip's "Thrift compact type unknown"
+                default:  // 0 and 13..15: skip's "Thrift compact type unknown"
                     return PH_UNPARSABLE;
             }
             flat = false;  // only the outermost struct can be the flat kind
@@ -248,7 +234,7 @@ __device__ int thrift_skip(ThriftIn& in, unsigned type, bool flat) {
             if (f.kind == SKIP_STRUCT) {
                 if ((head >> 4) == 0 && !in.skip_varint()) return PH_UNPARSABLE;  // long-form field id
                 pending = (int)t;
-            } else {  // _skip_flat_struct
+            } else {  // skip_flat_struct
                 if (head < 0x10 && !in.skip_varint()) return PH_UNPARSABLE;
                 if (t == T_BINARY) {
                     u64 n;
@@ -274,24 +260,6 @@ __device__ __forceinline__ bool read_field(ThriftIn& in, i64* row, unsigned& wid
     return true;
 }
 
-// The slot of field `id` of the nested header in PageHeader field `header`, -1 if not kept.
-__device__ __forceinline__ int nested_slot(u64 header, u64 id) {
-    if (header == 5) {  // DataPageHeader
-        return id == 1 ? PH_NUM_VALUES : id == 2 ? PH_ENCODING : id == 3 ? PH_DEFINITION_LEVEL_ENCODING : -1;
-    }
-    if (header == 7) return id == 1 ? PH_NUM_VALUES : id == 2 ? PH_ENCODING : -1;  // DictionaryPageHeader
-    switch (id) {  // DataPageHeaderV2
-        case 1: return PH_NUM_VALUES;
-        case 2: return PH_NUM_NULLS;
-        case 3: return PH_NUM_ROWS;
-        case 4: return PH_ENCODING;
-        case 5: return PH_DEFINITION_LEVELS_LENGTH;
-        case 6: return PH_REPETITION_LEVELS_LENGTH;
-        case 7: return PH_IS_COMPRESSED;
-        default: return -1;
-    }
-}
-
 // The next field id: the previous one plus the header's delta, or a long-form zigzag id.
 // Ids are kept as u64 (wrapping like the two's complement i64 they are) so no overflow is UB.
 __device__ __forceinline__ bool field_id(ThriftIn& in, unsigned head, u64& id) {
@@ -307,8 +275,8 @@ __device__ __forceinline__ bool field_id(ThriftIn& in, unsigned head, u64& id) {
 }
 
 // The PageHeader at in.pos into `row`; `wide` gets the slots whose value lies beyond int64.
-// PageHeader: 1 type, 2 uncompressed_page_size, 3 compressed_page_size, 4 crc (i32 each),
-// 5 data_page_header, 6 index_page_header, 7 dictionary_page_header, 8 data_page_header_v2.
+// The fields kept and the nested headers read are format.py's PAGE_HEADER_FIELDS and
+// NESTED_HEADER_FIELDS (the preamble's page_header_slot, page_header_nested, nested_header_slot).
 __device__ int parse_page_header(ThriftIn& in, i64* row, unsigned& wide) {
     u64 id = 0;
     for (;;) {
@@ -317,9 +285,9 @@ __device__ int parse_page_header(ThriftIn& in, i64* row, unsigned& wide) {
         if (head == 0) return PH_OK;
         unsigned t = head & 0x0F;
         if (!field_id(in, head, id)) return PH_UNPARSABLE;
-        if (t == T_I32 && id >= 1 && id <= 4) {
-            if (!read_field(in, row, wide, PH_PAGE_TYPE + (int)(id - 1))) return PH_UNPARSABLE;
-        } else if (t == T_STRUCT && (id == 5 || id == 7 || id == 8)) {
+        if (t == T_I32 && page_header_slot(id) >= 0) {
+            if (!read_field(in, row, wide, page_header_slot(id))) return PH_UNPARSABLE;
+        } else if (t == T_STRUCT && page_header_nested(id)) {
             u64 inner = 0;
             for (;;) {
                 unsigned h;
@@ -327,7 +295,7 @@ __device__ int parse_page_header(ThriftIn& in, i64* row, unsigned& wide) {
                 if (h == 0) break;
                 unsigned u = h & 0x0F;
                 if (!field_id(in, h, inner)) return PH_UNPARSABLE;
-                int slot = nested_slot(id, inner);
+                int slot = nested_header_slot(id, inner);
                 int code = PH_OK;
                 if (slot < 0) {
                     code = thrift_skip(in, u, u == T_STRUCT);  // statistics: the flat skip
@@ -382,11 +350,11 @@ __device__ int walk_chunk(const unsigned char* bytes, i64 size, i64 expected, i6
         row[PH_OFFSET] = in.pos;
         in.pos += stored;
         i64 type = row[PH_PAGE_TYPE];
-        if (!(wide >> PH_PAGE_TYPE & 1) && (type == 0 || type == 3)) {  // DATA_PAGE, DATA_PAGE_V2
+        if (!(wide >> PH_PAGE_TYPE & 1) && (type == DATA_PAGE || type == DATA_PAGE_V2)) {
             if (wide >> PH_NUM_VALUES & 1) {
                 sum_beyond = true;
             } else {
-                i64 v = row[PH_NUM_VALUES];  // -1 when absent, added all the same (as pages.py does)
+                i64 v = row[PH_NUM_VALUES];  // -1 when absent, added all the same (as headers.py does)
                 u64 low = sum_low + (u64)v;
                 sum_high += (i64)(low < sum_low) - (i64)(v < 0);
                 sum_low = low;

@@ -11,6 +11,7 @@
 //   column chunk (it names the fault, or decodes what this path leaves to it, such as nulls).
 
 // ---- Snappy streams checked before nvCOMP decodes them ----
+// Driver: kernels/parquet/snappy.py (stream_faults_on_gpu), beside the walk's host reference.
 // nvCOMP's Snappy decoder traps on a damaged stream (the trap ends the process's CUDA context),
 // so every stream is first walked here: a stream passes only when each literal lies inside the
 // input, each copy reaches back no further than the bytes produced so far (offset >= 1), nothing

@@ -4,8 +4,8 @@ through kernels/parquet/gpu_pages.py).
 
 Input, a batch of column chunks (``BatchPages``): one ``uint8`` array ``body`` holding every
 page's uncompressed bytes, and host NumPy arrays per page (its chunk, where its body lies in
-``body``, and the header fields of tasks.parquet.read.pages.PageTable) and per chunk (value width in
-bytes, maximum definition level). Output: per chunk its values as raw bits, one per row
+``body``, and its header's fields: kernels.parquet.headers.PageTable) and per chunk (value width
+in bytes, maximum definition level). Output: per chunk its values as raw bits, one per row
 (``uint32`` for 4-byte types, ``uint64`` for 8-byte ones: the caller views them as the physical
 type), or None with the reason the page-by-page decoder (kernels/parquet/decode.py) must take
 that chunk instead.
@@ -32,11 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.parquet.decode import (PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY, PageError, decode_hybrid,
-                                    unpack_bits)
-
-# page types (parquet.thrift PageType)
-DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
+from kernels.parquet.decode import PageError, decode_hybrid, unpack_bits
+from kernels.parquet.format import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_INDEX_ENCODINGS, DICTIONARY_PAGE,
+                                    DICTIONARY_PAGE_ENCODINGS, PLAIN, RLE, read_uleb128)
+from kernels.parquet.headers import PageTable
 # page status words, as kernels/cuda/parquet_values.cu sets them
 PAGE_REFERENCE = 1  # malformed levels or indices, or a null: the reference decodes the chunk
 PAGE_BAD_INDEX = 2  # a dictionary index past the dictionary
@@ -45,18 +44,13 @@ RAW = {4: np.uint32, 8: np.uint64}
 
 @dataclass
 class BatchPages:
-    """A batch of column chunks' pages; arrays are host NumPy int64 unless said otherwise."""
+    """A batch of column chunks' pages: their page table, where each page's uncompressed bytes
+    lie, and per chunk what its values are; arrays are host NumPy int64 unless said otherwise."""
 
     body: object  # uint8 array of the backend: every page's uncompressed bytes
-    chunk: np.ndarray  # per page: its chunk, pages of a chunk consecutive and in file order
-    page_type: np.ndarray
-    body_start: np.ndarray  # per page: its first byte in ``body``
-    body_size: np.ndarray  # per page: its uncompressed size
-    num_values: np.ndarray  # data pages: rows (nulls included); dictionary pages: entries
-    encoding: np.ndarray
-    definition_level_encoding: np.ndarray  # v1 data pages
-    definition_levels_length: np.ndarray  # v2 data pages
-    repetition_levels_length: np.ndarray  # v2 data pages
+    body_start: np.ndarray  # per page: its first byte in ``body`` (uncompressed_size bytes from there)
+    headers: PageTable  # the pages' headers (chunk: the chunk's index in the batch, pages of a
+    # chunk consecutive and in file order)
     itemsize: np.ndarray  # per chunk: 4 or 8
     max_definition_level: np.ndarray  # per chunk: 0 or 1
 
@@ -64,7 +58,8 @@ class BatchPages:
 def unsupported(pages: BatchPages) -> list:
     """Per chunk: why its pages are outside the batched steps (a text), or None."""
     chunks = pages.itemsize.shape[0]
-    kind, encoding, chunk = pages.page_type, pages.encoding, pages.chunk
+    headers = pages.headers
+    kind, encoding, chunk = headers.page_type, headers.encoding, headers.chunk
     data = (kind == DATA_PAGE) | (kind == DATA_PAGE_V2)
     dictionary = kind == DICTIONARY_PAGE
     max_def = pages.max_definition_level[chunk]
@@ -75,12 +70,13 @@ def unsupported(pages: BatchPages) -> list:
             if reasons[c] is None:
                 reasons[c] = why
 
-    mark(data & ~np.isin(encoding, (PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY)), "a value encoding decoded page by page")
-    mark((kind == DATA_PAGE) & (max_def > 0) & (pages.definition_level_encoding != RLE), "levels not in RLE")
-    mark((kind == DATA_PAGE_V2) & (pages.repetition_levels_length != 0), "repetition levels")
+    mark(data & ~np.isin(encoding, (PLAIN, *DICTIONARY_INDEX_ENCODINGS)), "a value encoding decoded page by page")
+    mark((kind == DATA_PAGE) & (max_def > 0) & (headers.definition_level_encoding != RLE), "levels not in RLE")
+    mark((kind == DATA_PAGE_V2) & (headers.repetition_levels_length != 0), "repetition levels")
     mark(max_def > 1, "nested levels")
-    mark(dictionary & (~np.isin(encoding, (PLAIN, PLAIN_DICTIONARY))
-                       | (pages.body_size < pages.num_values * pages.itemsize[chunk])), "a malformed dictionary page")
+    mark(dictionary & (~np.isin(encoding, DICTIONARY_PAGE_ENCODINGS)
+                       | (headers.uncompressed_size < headers.num_values * pages.itemsize[chunk])),
+         "a malformed dictionary page")
     # at most one dictionary page per chunk, before its data pages; dictionary indices need it
     dictionaries = np.bincount(chunk[dictionary], minlength=chunks)
     first_data = np.full(chunks, np.iinfo(np.int64).max)
@@ -98,15 +94,16 @@ def decode_pages(xp, pages: BatchPages) -> list:
     chunks = pages.itemsize.shape[0]
     reasons = unsupported(pages)
     taken = np.array([r is None for r in reasons], dtype=bool)
-    kind, chunk = pages.page_type, pages.chunk
+    headers = pages.headers
+    kind, chunk = headers.page_type, headers.chunk
     data = np.flatnonzero(taken[chunk] & ((kind == DATA_PAGE) | (kind == DATA_PAGE_V2)))
     dicts = np.flatnonzero(taken[chunk] & (kind == DICTIONARY_PAGE))
 
     # where each chunk's rows and dictionary go: one output array per value width, chunks in order
     rows = np.zeros(chunks, np.int64)
-    np.add.at(rows, chunk[data], pages.num_values[data])
+    np.add.at(rows, chunk[data], headers.num_values[data])
     entries = np.zeros(chunks, np.int64)
-    np.add.at(entries, chunk[dicts], pages.num_values[dicts])
+    np.add.at(entries, chunk[dicts], headers.num_values[dicts])
     out, out_at, dictionary, dictionary_at = {}, np.zeros(chunks, np.int64), {}, np.zeros(chunks, np.int64)
     for size, raw in RAW.items():
         mine = np.flatnonzero(taken & (pages.itemsize == size))
@@ -115,7 +112,7 @@ def decode_pages(xp, pages: BatchPages) -> list:
         out[size] = xp.empty(int(rows[mine].sum()), dtype=raw)
         dictionary[size] = xp.empty(int(entries[mine].sum()), dtype=raw)
     # a data page's first row within its chunk: the rows of the chunk's data pages before it
-    n = pages.num_values[data]
+    n = headers.num_values[data]
     before = np.cumsum(n) - n
     first_of_chunk = np.r_[True, chunk[data][1:] != chunk[data][:-1]] if data.size else np.zeros(0, bool)
     page_row = before - before[first_of_chunk][np.cumsum(first_of_chunk) - 1]
@@ -123,10 +120,11 @@ def decode_pages(xp, pages: BatchPages) -> list:
     size = pages.itemsize[chunk[data]]
 
     values_at, present, status = steps.page_levels(
-        pages.body, pages.body_start[data], pages.body_size[data], np.where(kind[data] == DATA_PAGE_V2, 2, 1),
-        pages.max_definition_level[chunk[data]], pages.definition_levels_length[data], n)
-    values_end = pages.body_start[data] + pages.body_size[data]
-    plain = pages.encoding[data] == PLAIN
+        pages.body, pages.body_start[data], headers.uncompressed_size[data],
+        np.where(kind[data] == DATA_PAGE_V2, 2, 1),
+        pages.max_definition_level[chunk[data]], headers.definition_levels_length[data], n)
+    values_end = pages.body_start[data] + headers.uncompressed_size[data]
+    plain = headers.encoding[data] == PLAIN
     # a PLAIN page holds its values, perhaps followed by bytes that are ignored (decode_plain
     # says why); too few and the reference names the shortfall
     status = np.where(plain & (status == 0) & (values_end - values_at < n * size), PAGE_REFERENCE, status)
@@ -136,7 +134,7 @@ def decode_pages(xp, pages: BatchPages) -> list:
         steps.plain_copy(pages.body, values_at[page], out[width], dst[page], n[page], width)
         page = pages.itemsize[chunk[dicts]] == width
         steps.plain_copy(pages.body, pages.body_start[dicts][page], dictionary[width],
-                         dictionary_at[chunk[dicts]][page], pages.num_values[dicts][page], width)
+                         dictionary_at[chunk[dicts]][page], headers.num_values[dicts][page], width)
 
     indexed = np.flatnonzero(~plain & (status == 0))
     if indexed.size:
@@ -173,11 +171,6 @@ def _steps(xp):
 class HostSteps:
     """The NumPy reference of kernels/cuda/parquet_values.cu, step for step (same inputs and
     outputs as kernels/parquet/gpu_pages.py): per-page walks in Python, per-value work whole-array."""
-
-    @staticmethod
-    def snappy_check(data, starts, lengths, declared) -> np.ndarray:
-        return np.array([snappy_fault(bytes(data[s:s + n]), d) for s, n, d in zip(starts, lengths, declared)],
-                        dtype=np.int64)
 
     @staticmethod
     def page_levels(body, body_start, body_size, version, max_def, def_length, num_values):
@@ -284,64 +277,10 @@ def dictionary_run_table(body, pos: int, end: int, count: int, dictionary_size: 
 
 
 def _uleb(body, pos: int, end: int):
-    """(value, position after) of a ULEB128 of at most 10 bytes; (None, pos) otherwise, as the
-    kernels' walk refuses it."""
-    value = 0
-    for k in range(10):
-        if pos >= end:
-            return None, pos
-        b = int(body[pos])
-        pos += 1
-        value |= (b & 0x7F) << (7 * k)
-        if b < 0x80:
-            return value, pos
-    return None, pos
-
-
-def snappy_fault(stream: bytes, declared: int) -> int:
-    """0 when ``stream`` is a well-formed Snappy stream of exactly ``declared`` bytes; else 1 +
-    the byte where it fails (kernels/cuda/parquet_values.cu ``snappy_check`` states the rules)."""
-    end, pos, size = len(stream), 0, 0
-    for k in range(5):
-        if pos >= end:
-            return 1 + pos
-        b = stream[pos]
-        pos += 1
-        size |= (b & 0x7F) << (7 * k)
-        if b < 0x80:
-            break
-    else:
-        return 1 + pos
-    if size > 0xFFFFFFFF or size != declared:
-        return 1 + pos
-    produced = 0
-    while pos < end:
-        at, tag = pos, stream[pos]
-        pos += 1
-        kind = tag & 3
-        if kind == 0:
-            length = tag >> 2
-            if length >= 60:
-                extra = length - 59
-                if pos + extra > end:
-                    return 1 + at
-                length = int.from_bytes(stream[pos:pos + extra], "little")
-                pos += extra
-            length += 1
-            if pos + length > end or produced + length > size:
-                return 1 + at
-            pos += length
-            produced += length
-            continue
-        need = (1, 2, 4)[kind - 1]
-        if pos + need > end:
-            return 1 + at
-        if kind == 1:
-            length, offset = 4 + ((tag >> 2) & 7), ((tag >> 5) << 8) | stream[pos]
-        else:
-            length, offset = (tag >> 2) + 1, int.from_bytes(stream[pos:pos + need], "little")
-        pos += need
-        if offset == 0 or offset > produced or produced + length > size:
-            return 1 + at
-        produced += length
-    return 0 if produced == size else 1 + end
+    """(value, position after) of a ULEB128 of at most 10 bytes before ``end``; (None, pos)
+    otherwise, as the kernels' walk refuses it."""
+    try:
+        value, length = read_uleb128(memoryview(body[pos:min(end, pos + 10)]), 0)
+    except IndexError:
+        return None, pos
+    return value, pos + length

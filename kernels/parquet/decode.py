@@ -33,18 +33,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Encoding (parquet.thrift)
-PLAIN = 0
-PLAIN_DICTIONARY = 2
-RLE = 3
-BIT_PACKED = 4
-DELTA_BINARY_PACKED = 5
-RLE_DICTIONARY = 8
-BYTE_STREAM_SPLIT = 9
+from kernels.parquet.format import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, DICTIONARY_INDEX_ENCODINGS,
+                                    DICTIONARY_PAGE_ENCODINGS, ENCODING_NAMES, PLAIN, RLE, read_uleb128, zigzag_decode)
 
-ENCODING_NAMES = {0: "PLAIN", 2: "PLAIN_DICTIONARY", 3: "RLE", 4: "BIT_PACKED",
-                  5: "DELTA_BINARY_PACKED", 6: "DELTA_LENGTH_BYTE_ARRAY",
-                  7: "DELTA_BYTE_ARRAY", 8: "RLE_DICTIONARY", 9: "BYTE_STREAM_SPLIT"}
+# The value encodings decode_data_page reads
+VALUE_ENCODINGS = (PLAIN, *DICTIONARY_INDEX_ENCODINGS, DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT)
 
 
 class PageError(ValueError):
@@ -70,21 +63,12 @@ def _host(data) -> np.ndarray:
     return data.get() if hasattr(data, "get") else np.asarray(data)
 
 
-def _uleb128(buf: np.ndarray, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= buf.shape[0]:
-            raise PageError("a varint runs past the end of the page")
-        b = int(buf[pos])
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-
-
-def _zigzag(value: int) -> int:
-    return (value >> 1) ^ -(value & 1)
+def _uleb128(host: np.ndarray, pos: int) -> tuple[int, int]:
+    """read_uleb128 of a host page (uint8), running past its end refused as the page's fault."""
+    try:
+        return read_uleb128(memoryview(host), pos)
+    except IndexError:
+        raise PageError("a varint runs past the end of the page") from None
 
 
 def unpack_bits(xp, data, bit_offsets, widths):
@@ -194,7 +178,7 @@ def decode_delta_binary_packed(xp, data, dtype, count: int):
     miniblocks, pos = _uleb128(host, pos)
     total, pos = _uleb128(host, pos)
     first, pos = _uleb128(host, pos)
-    first = _zigzag(first)
+    first = zigzag_decode(first)
     if miniblocks == 0 or block_size % miniblocks or (block_size // miniblocks) % 32:
         raise PageError(f"DELTA_BINARY_PACKED block of {block_size} values in {miniblocks} "
                         "miniblocks (a miniblock must hold a multiple of 32)")
@@ -205,7 +189,7 @@ def decode_delta_binary_packed(xp, data, dtype, count: int):
     remaining = total - 1
     while remaining > 0:  # one iteration per block (see the module docstring)
         min_delta, pos = _uleb128(host, pos)
-        min_delta = _zigzag(min_delta)
+        min_delta = zigzag_decode(min_delta)
         if pos + miniblocks > host.shape[0]:
             raise PageError("DELTA_BINARY_PACKED bit widths run past the page's end")
         widths = host[pos:pos + miniblocks]
@@ -288,7 +272,7 @@ def decode_data_page(xp, body, page: DataPage, dtype, dictionary=None):
                         f"{page.num_nulls}")
     values = body[pos:]
     encoding = page.encoding
-    if encoding in (PLAIN_DICTIONARY, RLE_DICTIONARY):
+    if encoding in DICTIONARY_INDEX_ENCODINGS:
         if dictionary is None:
             raise PageError(f"{ENCODING_NAMES[encoding]} page without a dictionary page")
         decoded = dictionary[decode_dictionary_indices(xp, values, present, dictionary.shape[0])]
@@ -311,7 +295,7 @@ def decode_data_page(xp, body, page: DataPage, dtype, dictionary=None):
 
 def decode_dictionary_page(xp, body, encoding: int, count: int, dtype):
     """The ``count`` values of a dictionary page (PLAIN, or PLAIN_DICTIONARY: the same bytes)."""
-    if encoding not in (PLAIN, PLAIN_DICTIONARY):
+    if encoding not in DICTIONARY_PAGE_ENCODINGS:
         raise PageError(f"dictionary page in {ENCODING_NAMES.get(encoding, encoding)}")
     return decode_plain(xp, body, dtype, count)
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernels.parquet.format import uleb128
+
 PACK_GROUPS = 1 << 18  # groups of 8 values bit-packed per slice (2 Mi values)
 
 _INT_VIEW = {4: np.int32, 8: np.int64}
@@ -182,17 +184,6 @@ def present_levels(xp, counts):
     rows (host int64), built on the host: each page is one RLE run, ULEB128(rows << 1) then the
     value 1 in one byte; a page of no rows has no bytes. Returns (bytes on xp, offsets)."""
     return host_stream(xp, [uleb128(n << 1) + b"\x01" if n else b"" for n in np.asarray(counts).tolist()])
-
-
-def uleb128(value: int) -> bytes:
-    """A non-negative integer as ULEB128 (7 bits a byte, least significant first): the hybrid's
-    run headers and Thrift's varints."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def host_stream(xp, parts):

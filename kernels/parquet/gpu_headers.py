@@ -1,11 +1,12 @@
 """Parquet page headers parsed and page CRC32s computed on a GPU, many column chunks per launch:
 the driver of kernels/cuda/parquet_headers.cu (encodings and the walk's rules there).
 
-``page_headers`` gives, for column chunks lying back to back in one device buffer, the table
-``tasks.parquet.read.pages.parse_page_headers`` gives (one int64 column per ``PAGE_FIELDS`` name,
-one row per page, offsets relative to the chunk's start), and a status per chunk instead of an
-exception: the kernel refuses exactly the chunks that parser refuses, and the caller re-parses a
-refused chunk on the host to name the fault (one source of error messages). ``crc32_pages``
+``page_headers`` gives, for column chunks lying back to back in one device buffer, the page table
+its host twin ``kernels.parquet.headers.page_headers`` gives (a ``PageTable``: one int64 column
+per ``PAGE_FIELDS`` name, one row per page, offsets relative to the chunk's start), and a status
+per chunk instead of an exception: the kernel refuses exactly the chunks the host walk refuses,
+and the caller re-parses a refused chunk on the host to name the fault (one source of error
+messages). ``crc32_pages``
 gives zlib's CRC-32 of many byte ranges of a device buffer.
 
 This module imports CuPy only when a function that launches is called, so the field order and
@@ -17,25 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# The page table's columns (tasks.parquet.read.pages.PageTable), in the kernel's slot order, int64
-# each; -1 where a header lacks the field.
-PAGE_FIELDS = (
-    "chunk",  # index into the plan
-    "header_offset",  # offset of the page header inside the chunk's bytes
-    "offset",  # offset of the page's bytes (after the header) inside the chunk's bytes
-    "page_type",  # DATA_PAGE, INDEX_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2
-    "uncompressed_size",
-    "compressed_size",  # bytes stored after the header
-    "crc",  # CRC32 of the stored bytes as an unsigned 32-bit value; -1 = not stored
-    "num_values",  # values (data pages: nulls included) or dictionary entries
-    "encoding",  # the values' Encoding
-    "definition_level_encoding",  # v1 data pages
-    "num_nulls",  # v2 data pages
-    "num_rows",  # v2 data pages
-    "definition_levels_length",  # v2: bytes of definition levels (stored uncompressed)
-    "repetition_levels_length",  # v2: bytes of repetition levels (stored uncompressed)
-    "is_compressed",  # v2: 0 when the values are stored uncompressed; 1 otherwise
-)
+from kernels.parquet.format import PAGE_FIELDS
+from kernels.parquet.headers import PageTable
 
 # Chunk status (the PH_* codes of the kernel). Only OK versus not OK is exact: where a chunk has
 # several faults, the code says which one the walk met first, as the host parser would.
@@ -55,9 +39,10 @@ HEADER_THREADS = 64  # one chunk per thread: small blocks spread the walks over 
 
 @dataclass(frozen=True)
 class PageHeaders:
-    """The pages of the chunks whose status is OK, and every chunk's status."""
+    """The page table of the chunks whose status is OK (the host walk's table of the same
+    chunks), and every chunk's status: what the host walk raises as an exception."""
 
-    columns: dict  # PAGE_FIELDS name -> np.ndarray int64 [pages]: chunks in input order, pages in file order
+    pages: PageTable  # chunks in input order, pages in file order
     status: np.ndarray  # int64 [chunks]: OK or a code above
     where: np.ndarray  # int64 [chunks]: chunk byte of the refused page's header (the chunk's size for
     # VALUE_COUNT); -1 for an OK chunk
@@ -87,7 +72,7 @@ def page_headers(buffer, starts, sizes, num_values) -> PageHeaders:
     is each chunk's value count from the footer, which its data pages must add up to.
 
     A chunk that is not OK contributes no rows: the caller names its fault by running
-    ``tasks.parquet.read.pages.parse_page_headers`` on that chunk alone, which raises for every
+    ``kernels.parquet.headers.page_headers`` on that chunk alone, which raises for every
     chunk refused here except one nested deeper than the kernel reads (TOO_DEEP), whose table
     it returns instead. Costs three small copies to the host and one of the table.
     """
@@ -101,7 +86,7 @@ def page_headers(buffer, starts, sizes, num_values) -> PageHeaders:
     chunks = starts.shape[0]
     empty = {name: np.zeros(0, dtype=np.int64) for name in PAGE_FIELDS}
     if chunks == 0:
-        return PageHeaders(empty, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return PageHeaders(PageTable(empty), np.zeros(0, np.int64), np.zeros(0, np.int64))
     d_starts, d_sizes, d_values = cp.asarray(starts), cp.asarray(sizes), cp.asarray(num_values)
     info = cp.empty((3, chunks), dtype=cp.int64)  # status, where, pages
     args = (buffer, d_starts, d_sizes, d_values, np.int64(chunks))
@@ -111,12 +96,12 @@ def page_headers(buffer, starts, sizes, num_values) -> PageHeaders:
     np.cumsum(pages[:-1], out=first[1:])
     total = int(pages.sum())
     if total == 0:
-        return PageHeaders(empty, status, where)
+        return PageHeaders(PageTable(empty), status, where)
     table = cp.empty((len(PAGE_FIELDS), total), dtype=cp.int64)
     gpu.launch("page_headers_fill", chunks, args + (info, cp.asarray(first), np.int64(total), table),
                threads=HEADER_THREADS)
     host = table.get()
-    return PageHeaders({name: host[i] for i, name in enumerate(PAGE_FIELDS)}, status, where)
+    return PageHeaders(PageTable({name: host[i] for i, name in enumerate(PAGE_FIELDS)}), status, where)
 
 
 def _times(a: int, b: int) -> int:

@@ -18,17 +18,6 @@ def _up(values, dtype=np.int64):
     return cp.asarray(np.ascontiguousarray(values, dtype=dtype))
 
 
-def snappy_check(data, starts, lengths, declared) -> np.ndarray:
-    """Per stream of ``data`` (device uint8): 0 when well-formed, else 1 + the failing byte."""
-    streams = len(starts)
-    status = cp.empty(max(streams, 1), dtype=cp.int64)
-    if streams:  # one warp per stream, SNAPPY_WARPS (4) warps per block
-        blocks = min(-(-streams // 4), 1 << 20)
-        gpu.kernel("snappy_check")((blocks,), (128,), (data, _up(starts), _up(lengths), _up(declared),
-                                                       np.int64(streams), status))
-    return status[:streams].get()
-
-
 def copy_segments(src, src_at, dst, dst_at, lengths) -> None:
     """Byte ranges of ``src`` copied into ``dst`` (device uint8 arrays; host offset arrays)."""
     segments = len(src_at)

@@ -5,14 +5,18 @@ value]; a list or set is (element type, [values]); a map is (key type, value typ
 value)]); a boolean struct field carries its value in the type (TRUE or FALSE) and None as
 value; a double is its 8 little-endian bytes. The writer builds the same trees.
 
-Standard library only. Errors are ThriftError (the caller names the file).
+The page headers take the other way through the same protocol: ``skip`` and
+``skip_flat_struct`` move past a value without building it, for the one-pass walk of
+kernels.parquet.headers, which reads the few fields it keeps in place. The type codes and the
+varints are kernels.parquet.format's.
+
+Standard library only. Errors are ThriftError (the caller names the file); the skips raise
+IndexError where the bytes end inside a value, which their caller reports.
 """
 from __future__ import annotations
 
-from kernels.parquet.encode import uleb128
-
-# Compact protocol type codes, as they appear in field headers and list headers
-TRUE, FALSE, BYTE, I16, I32, I64, DOUBLE, BINARY, LIST, SET, MAP, STRUCT = range(1, 13)
+from kernels.parquet.format import (BINARY, BYTE, DOUBLE, FALSE, I16, I32, I64, LIST, MAP, SET, STRUCT, TRUE,
+                                    read_uleb128, uleb128, zigzag_decode, zigzag_encode)
 
 
 class ThriftError(ValueError):
@@ -31,17 +35,14 @@ class _Reader:
         return b
 
     def varint(self) -> int:
-        shift = result = 0
-        while True:
-            b = self.byte()
-            result |= (b & 0x7F) << shift
-            if b < 0x80:
-                return result
-            shift += 7
+        try:
+            value, self.pos = read_uleb128(self.data, self.pos)
+        except IndexError:
+            raise ThriftError("the struct ends inside a value") from None
+        return value
 
     def zigzag(self) -> int:
-        n = self.varint()
-        return (n >> 1) ^ -(n & 1)
+        return zigzag_decode(self.varint())
 
     def take(self, count: int) -> bytes:
         chunk = self.data[self.pos:self.pos + count]
@@ -93,7 +94,7 @@ def _varint(out: bytearray, n: int) -> None:
 
 
 def _zigzag(out: bytearray, n: int) -> None:
-    _varint(out, (n << 1) ^ (n >> 63))
+    _varint(out, zigzag_encode(n))
 
 
 def _write_value(out: bytearray, kind: int, value) -> None:
@@ -159,3 +160,82 @@ def field(fields: list, fid: int):
         if entry[0] == fid:
             return entry
     return None
+
+
+def skip(buf, pos: int, ftype: int) -> int:
+    """Position after one value of compact type ``ftype`` starting at ``buf[pos]`` (``buf``
+    indexes to ints), read no further than needed to find its end."""
+    if ftype in (TRUE, FALSE):
+        return pos  # a bool field's value is in its header's type nibble
+    if ftype == BYTE:
+        return pos + 1
+    if ftype in (I16, I32, I64):
+        while buf[pos] >= 0x80:
+            pos += 1
+        return pos + 1
+    if ftype == DOUBLE:
+        return pos + 8
+    if ftype == BINARY:
+        n, pos = read_uleb128(buf, pos)
+        return pos + n
+    if ftype in (LIST, SET):
+        head = buf[pos]
+        pos += 1
+        n = head >> 4
+        if n == 15:
+            n, pos = read_uleb128(buf, pos)
+        etype = head & 0x0F
+        if n > len(buf) - pos:  # every element takes a byte at least: a damaged count, not a walk of 2**40
+            raise IndexError("a list longer than the bytes left")
+        for _ in range(n):
+            pos = pos + 1 if etype in (TRUE, FALSE) else skip(buf, pos, etype)
+        return pos
+    if ftype == MAP:
+        n, pos = read_uleb128(buf, pos)
+        if n > len(buf) - pos:  # as for lists: a damaged count
+            raise IndexError("a map longer than the bytes left")
+        if n:
+            kv = buf[pos]
+            pos += 1
+            for _ in range(n):
+                pos = skip(buf, pos, kv >> 4)
+                pos = skip(buf, pos, kv & 0x0F)
+        return pos
+    if ftype == STRUCT:
+        while True:
+            head = buf[pos]
+            pos += 1
+            if head == 0:
+                return pos
+            if head >> 4 == 0:
+                _, pos = read_uleb128(buf, pos)  # long-form field id (i16 zigzag)
+            pos = skip(buf, pos, head & 0x0F)
+    raise ThriftError(f"Thrift compact type {ftype} unknown")
+
+
+def skip_flat_struct(buf, pos: int) -> int:
+    """Position after a struct of scalar and binary fields (a page's Statistics) starting at
+    ``buf[pos]``, without recursion: ``skip`` of a STRUCT, faster where the fields are flat."""
+    while True:
+        head = buf[pos]
+        pos += 1
+        if head == 0:
+            return pos
+        if head < 0x10:
+            while buf[pos] >= 0x80:  # long-form field id
+                pos += 1
+            pos += 1
+        t = head & 0x0F
+        if t == BINARY:
+            b = buf[pos]
+            if b < 0x80:
+                pos += 1 + b
+            else:
+                n, pos = read_uleb128(buf, pos)
+                pos += n
+        elif I16 <= t <= I64:
+            while buf[pos] >= 0x80:
+                pos += 1
+            pos += 1
+        elif t > FALSE:
+            pos = skip(buf, pos, t)

@@ -24,13 +24,16 @@ import zlib
 import numpy as np
 import pyarrow as pa
 
+from kernels.parquet import snappy
+from kernels.parquet.format import DATA_PAGE_V2
 from tasks.errors import InputError
-from tasks.parquet.read.pages import DATA_PAGE_V2
 
-# pyarrow's codec name per Parquet codec as pyarrow's metadata spells it.
+# pyarrow's codec per Parquet codec (kernels.parquet.format.CODECS' names, as pyarrow's metadata
+# spells them): LZ4's Hadoop frames are split off first (hadoop_lz4_frames), its blocks are bare.
 HOST_CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "LZ4": "lz4_raw",
                "LZ4_RAW": "lz4_raw", "BROTLI": "brotli"}
-# nvCOMP algorithm per codec (GUIDE: Snappy, Zstd, LZ4, Gzip), with its input alignment.
+# nvCOMP algorithm per Parquet codec (GUIDE: Snappy, Zstd, LZ4, Gzip), with its input alignment;
+# the page writer encodes with those of them nvCOMP has an encoder for (nvcomp_c.ENCODERS).
 NVCOMP_CODECS = {"SNAPPY": ("Snappy", 1), "ZSTD": ("Zstd", 8), "LZ4": ("LZ4", 4),
                  "LZ4_RAW": ("LZ4", 4), "GZIP": ("Gzip", 8)}
 
@@ -85,12 +88,8 @@ def hadoop_lz4_frames(data: bytes, decompressed_size: int):
 def _stated_size(codec: str, data: bytes) -> int | None:
     """The decompressed size a stream states in its own bytes, where it states one."""
     if codec == "SNAPPY":  # a varint preamble
-        value = shift = 0
-        for b in data[:5]:
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                return value
-            shift += 7
+        found = snappy.preamble(data)
+        return None if found is None else found[0]
     return None
 
 
@@ -194,7 +193,7 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
     ``device_stored`` (copied to an aligned buffer for codecs that need it) and whose outputs are
     slices of the buffer of the declared sizes; a stream nvCOMP refuses, or that decompresses
     to other than its declared size, goes to the host path too. Hadoop-framed LZ4 pages give one input per frame.
-    Snappy streams are walked on the GPU first (kernels.parquet.batch.snappy_fault states the
+    Snappy streams are walked on the GPU first (kernels.parquet.snappy states the
     rules): nvCOMP's decoder traps on a damaged stream, ending the CUDA context, so a stream that
     fails the walk goes to the host's codec, which names the fault. Pages the host decompresses
     (those, a codec nvCOMP lacks, malformed v2 levels, a stored size other than declared) are
@@ -251,7 +250,7 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
             gpu_pages.copy_segments(device_stored, src, source, packed, length)
             src = packed
         if algorithm == "Snappy":
-            fault = gpu_pages.snappy_check(source, src, length, out_size) != 0
+            fault = snappy.stream_faults_on_gpu(source, src, length, out_size) != 0
             on_host[page[fault]] = True
             src, length, dst, out_size, page = (a[~fault] for a in (src, length, dst, out_size, page))
             if not src.size:

@@ -49,8 +49,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kernels.parquet.decode import (BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED, ENCODING_NAMES, PLAIN,
-                                    PLAIN_DICTIONARY, RLE, RLE_DICTIONARY, to_logical)
+from kernels.parquet.decode import VALUE_ENCODINGS, to_logical
+from kernels.parquet.format import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, DICTIONARY_PAGE_ENCODINGS, ENCODING_NAMES,
+                                    PHYSICAL_DTYPES, RLE)
+from kernels.parquet.headers import PageTable
 from tasks.errors import InputError
 from kernels.parquet import gpu_headers
 from kernels.parquet.batch import decode_pages
@@ -58,15 +60,12 @@ from tasks.parquet.codec.decompress import (HOST_CODECS, check_page_crcs, decomp
                                       nvcomp_usable)
 from tasks.parquet.read.assembly import Assembly, Rows, count_chunks, new_report, run_in_order
 from tasks.parquet.read.host_reader import read_row_group
-from tasks.parquet.read.pages import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, PHYSICAL_DTYPES, ColumnChunk, PageTable,
-                                 batch_pages, decode_chunks, parse_page_headers, plan_column_chunks,
-                                 read_chunk_bytes, read_chunks_into)
+from tasks.parquet.read.pages import (ColumnChunk, batch_pages, decode_chunks, parse_page_headers, plan_column_chunks,
+                                      read_chunk_bytes, read_chunks_into)
 from tasks.parquet.dataset.plan import InputPlan, ReadUnit, check_unchanged, value_type
 from tasks.parquet.store.filesystem import Filesystem
 
 UNVERIFIED = "chunks without CRC32s in a codec nvCOMP may trap on"
-VALUE_ENCODINGS = (PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY, DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT)
-DICTIONARY_ENCODINGS = (PLAIN, PLAIN_DICTIONARY)
 # Uncompressed column-chunk bytes per batch: bounds the decompressed pages held at once (on the
 # GPU, beside the edge list being filled) while giving nvCOMP many pages per call.
 BATCH_BYTES = 256 << 20
@@ -121,7 +120,7 @@ def _unsupported(pages: PageTable, with_levels: bool) -> list[tuple[str, np.ndar
     kind, encoding, levels = pages.page_type, pages.encoding, pages.definition_level_encoding
     data = (kind == DATA_PAGE) | (kind == DATA_PAGE_V2)
     fields = [("encoding {}", data & ~np.isin(encoding, VALUE_ENCODINGS), encoding),
-              ("dictionary page encoding {}", (kind == DICTIONARY_PAGE) & ~np.isin(encoding, DICTIONARY_ENCODINGS),
+              ("dictionary page encoding {}", (kind == DICTIONARY_PAGE) & ~np.isin(encoding, DICTIONARY_PAGE_ENCODINGS),
                encoding)]
     if with_levels:
         fields.append(("definition levels in {}", (kind == DATA_PAGE) & (levels != RLE), levels))
@@ -297,9 +296,9 @@ class PageRead:
         headers = gpu_headers.page_headers(
             device_stored, [stored_at[c] for c in wanted], [c.size for c in wanted], [c.num_values for c in wanted])
         refused = set(headers.refused().tolist())
-        columns = headers.columns
+        columns = headers.pages.columns
         first = np.searchsorted(columns["chunk"], np.arange(len(wanted) + 1))
-        screened = set(columns["chunk"][possible_fallbacks(PageTable(columns))].tolist())
+        screened = set(columns["chunk"][possible_fallbacks(headers.pages)].tolist())
         for k, chunk in enumerate(wanted):
             if k in refused:  # the host names it (or takes a header deeper than the walk's bound)
                 table = self.prepare(by_group[chunk.row_group], chunk, stored[chunk], fallback)

@@ -37,20 +37,20 @@ import numpy as np
 import pyarrow as pa
 
 from kernels.parquet import encode as enc
+from kernels.parquet.format import (BINARY, CODECS, DATA_PAGE, DICTIONARY_PAGE, I32, I64, LIST, OPTIONAL,
+                                    PHYSICAL_DTYPES, PHYSICAL_TYPES, PLAIN, REQUIRED, RLE, RLE_DICTIONARY, STRUCT,
+                                    TRUE)
+from kernels.parquet.thrift import encode_struct
 from tasks.parquet.write.concat import LARGEST_ROW_GROUP, MAGIC, for_each
-from tasks.parquet.codec.decompress import nvcomp_usable
+from tasks.parquet.codec.decompress import HOST_CODECS, NVCOMP_CODECS, nvcomp_usable
+from tasks.parquet.codec.nvcomp_c import ENCODERS
+from tasks.parquet.write.results import COMPRESSION_CODECS
 from tasks.parquet.write.tables import ResultColumns
-from kernels.parquet.thrift import BINARY, I32, I64, LIST, STRUCT, TRUE, encode_struct
 
-# parquet.thrift: physical Type, CompressionCodec, Encoding, PageType, FieldRepetitionType
-PHYSICAL_TYPES = {pa.int32(): 1, pa.int64(): 2, pa.float32(): 4, pa.float64(): 5}
-CODECS = {"none": 0, "snappy": 1, "gzip": 2, "zstd": 6, "lz4": 7}  # lz4: LZ4_RAW, as pyarrow writes it
-PLAIN, RLE, RLE_DICTIONARY = 0, 3, 8
-DATA_PAGE, DICTIONARY_PAGE = 0, 2
-REQUIRED, OPTIONAL = 0, 1
+# The physical type code of each Arrow type the page writer takes: the fixed-width types
+ARROW_PHYSICAL_TYPES = {pa.from_numpy_dtype(np.dtype(dtype)): PHYSICAL_TYPES[name]
+                        for name, dtype in PHYSICAL_DTYPES.items()}
 
-HOST_CODECS = {"snappy": "snappy", "gzip": "gzip", "zstd": "zstd", "lz4": "lz4_raw"}
-NVCOMP_ENCODERS = {"snappy": "Snappy", "zstd": "Zstd", "lz4": "LZ4"}  # nvCOMP has no Gzip encoder
 
 # Pages as pyarrow cuts them: 1 MiB of values or 20,000 rows, whichever comes first (larger
 # pages made Zstd files ~2% larger, and nvCOMP's batch wants many pages anyway)
@@ -64,16 +64,22 @@ CREATED_BY = b"parquet-graph-pipeline page writer version 0.1.0"
 def refusal(schema: pa.Schema) -> str | None:
     """Why the page writer does not take a table of ``schema`` (None: it does)."""
     for f in schema:
-        if f.type not in PHYSICAL_TYPES:
+        if f.type not in ARROW_PHYSICAL_TYPES:
             return f"{f.type} column {f.name!r}"
     return None
+
+
+def nvcomp_encoder(compression: str) -> str | None:
+    """nvCOMP's algorithm for writing pages in ``compression``, or None where it has no encoder."""
+    algorithm = NVCOMP_CODECS.get(COMPRESSION_CODECS[compression], (None,))[0]
+    return algorithm if algorithm in ENCODERS else None
 
 
 def compressor(xp, compression: str) -> str:
     """What compresses the pages of arrays of ``xp``: 'nvCOMP', or 'host' (pyarrow's codecs)."""
     if compression == "none":
         return "none"
-    return "nvCOMP" if xp is not np and compression in NVCOMP_ENCODERS and nvcomp_usable() else "host"
+    return "nvCOMP" if xp is not np and nvcomp_encoder(compression) and nvcomp_usable() else "host"
 
 
 @dataclass
@@ -113,7 +119,7 @@ def write_columns(table, path, compression: str, dictionary=(), threads: int = 1
     """Write ``table`` (ResultColumns, or a pyarrow table taken to ``xp``, NumPy by default) to
     ``path``: the module's docstring says how. ``dictionary``: the names of the columns to
     dictionary-encode. ``threads``: host cores for host codecs and CRCs. Does not fsync."""
-    if compression not in CODECS:
+    if compression not in COMPRESSION_CODECS:
         raise ValueError(f"unknown compression {compression!r}")
     reason = refusal(table.schema)
     if reason is not None:
@@ -203,7 +209,7 @@ def _compress(xp, pages: list, compression: str, threads: int) -> None:
 
 
 def _compress_host(xp, pages: list, compression: str, threads: int) -> None:
-    codec = pa.Codec(HOST_CODECS[compression]) if compression != "none" else None
+    codec = pa.Codec(HOST_CODECS[COMPRESSION_CODECS[compression]]) if compression != "none" else None
     if xp is not np and pages:  # device pages come to the host in one copy, not one per page
         flat = xp.concatenate([p.body for p in pages]).get()
         ends = np.cumsum([int(p.body.shape[0]) for p in pages])
@@ -234,7 +240,7 @@ def _compress_nvcomp(pages: list, compression: str) -> None:
         return
     bodies = [cupy.ascontiguousarray(p.body) for p in todo]
     try:
-        packed, starts = nvcomp_c.compress(NVCOMP_ENCODERS[compression], [b.data.ptr for b in bodies],
+        packed, starts = nvcomp_c.compress(nvcomp_encoder(compression), [b.data.ptr for b in bodies],
                                            [int(b.shape[0]) for b in bodies])
     except RuntimeError as exc:
         raise OSError(f"{exc}; --writer host writes without it") from None
@@ -270,6 +276,7 @@ def _statistics(chunk: _Chunk) -> list:
 
 def _write_file(path, schema: pa.Schema, rows: int, chunks: list, compression: str) -> None:
     names = schema.names
+    codec = CODECS[COMPRESSION_CODECS[compression]]
     row_groups = []
     with open(path, "wb") as out:
         out.write(MAGIC)
@@ -294,8 +301,8 @@ def _write_file(path, schema: pa.Schema, rows: int, chunks: list, compression: s
                 page_stats = ([[[1, I32, DICTIONARY_PAGE], [2, I32, PLAIN], [3, I32, 1]],
                                [[1, I32, DATA_PAGE], [2, I32, RLE_DICTIONARY], [3, I32, data_pages]]]
                               if chunk.dictionary else [[[1, I32, DATA_PAGE], [2, I32, PLAIN], [3, I32, data_pages]]])
-                meta = [[1, I32, PHYSICAL_TYPES[schema.field(chunk.column).type]], [2, LIST, (I32, encodings)],
-                        [3, LIST, (BINARY, [names[chunk.column].encode()])], [4, I32, CODECS[compression]],
+                meta = [[1, I32, ARROW_PHYSICAL_TYPES[schema.field(chunk.column).type]], [2, LIST, (I32, encodings)],
+                        [3, LIST, (BINARY, [names[chunk.column].encode()])], [4, I32, codec],
                         [5, I64, chunk.rows], [6, I64, uncompressed], [7, I64, compressed],
                         [9, I64, data_offset]]
                 if chunk.dictionary:
@@ -317,7 +324,7 @@ def _write_file(path, schema: pa.Schema, rows: int, chunks: list, compression: s
 
 def _file_metadata(schema: pa.Schema, rows: int, row_groups: list) -> list:
     elements = [[[3, I32, REQUIRED], [4, BINARY, b"schema"], [5, I32, len(schema)]]]
-    elements += [[[1, I32, PHYSICAL_TYPES[f.type]], [3, I32, OPTIONAL], [4, BINARY, f.name.encode()]] for f in schema]
+    elements += [[[1, I32, ARROW_PHYSICAL_TYPES[f.type]], [3, I32, OPTIONAL], [4, BINARY, f.name.encode()]] for f in schema]
     # pyarrow stores the Arrow schema (with its metadata) beside the schema's own keys
     stored = {**(schema.metadata or {}), b"ARROW:schema": base64.b64encode(schema.serialize().to_pybytes())}
     key_values = [[[1, BINARY, k], [2, BINARY, v]] for k, v in stored.items()]

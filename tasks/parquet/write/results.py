@@ -30,7 +30,10 @@ RESULT_KEY = b"parquet-graph-pipeline.result"
 # uncompressed, 1.1 s with Snappy and 2.1 s with zstd (one Parquet writer, one core), and
 # Snappy files are about half the size of uncompressed ones and readable everywhere. zstd makes
 # smaller files for archiving; `--compression` chooses.
-COMPRESSIONS = ("snappy", "zstd", "lz4", "gzip", "none")
+# Each choice names the Parquet codec it writes (kernels.parquet.format.CODECS); lz4 is LZ4_RAW, the
+# one pyarrow writes (the older LZ4 codec's Hadoop framing is read, never written).
+COMPRESSION_CODECS = {"snappy": "SNAPPY", "zstd": "ZSTD", "lz4": "LZ4_RAW", "gzip": "GZIP", "none": "UNCOMPRESSED"}
+COMPRESSIONS = tuple(COMPRESSION_CODECS)
 DEFAULT_COMPRESSION = "snappy"
 
 # Who encodes the results (tasks.parquet.write.result_files.resolve_writer): the page writer on the compute
