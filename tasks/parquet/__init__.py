@@ -13,7 +13,8 @@ Packages by idea, each module imported by its own name (no package re-exports an
   C API in nvcomp_c);
 - read: the reader (reader), one interface for a one-partition read and a partitioned run's
   shares, its backends chosen by name (host_reader: pyarrow; page_reader: the page reader over
-  column chunks, pages), the value checks both make (checks);
+  column chunks, pages), the protocol they share and the one assembly of checked rows both
+  hand their decoded columns to (assembly), the value checks (checks);
 - write: the results' names and the writer's choices (results, standard library only), the
   result tables (tables), the page writer (page_writer), one file from several by copying pages
   (concat), atomic writes of result files and a partitioned run's parts (result_files);
