@@ -13,6 +13,7 @@ from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
 from flows.mst import mst_flow
+from kernels.parquet.format import FileMetaDataField, RowGroupField
 from kernels.parquet.thrift import decode_struct, encode_struct, field
 from tests.helpers import EDGES, listing, run, write_seed
 
@@ -215,9 +216,9 @@ def forge_footer(path, file_rows=None, group_rows=None):
     length = struct.unpack("<i", data[-8:-4])[0]
     meta = decode_struct(data[-8 - length:-8])
     if file_rows is not None:
-        field(meta, 3)[2] = file_rows
+        field(meta, FileMetaDataField.num_rows)[2] = file_rows
     if group_rows is not None:
-        field(field(meta, 4)[2][1][0], 3)[2] = group_rows
+        field(field(meta, FileMetaDataField.row_groups)[2][1][0], RowGroupField.num_rows)[2] = group_rows
     footer = encode_struct(meta)
     path.write_bytes(data[:-8 - length] + footer + struct.pack("<i", len(footer)) + b"PAR1")
 

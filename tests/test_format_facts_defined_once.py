@@ -1,8 +1,9 @@
 """Parquet's format facts are defined once, in kernels/parquet/format.py, read from the sources:
 the kernels' Parquet package imports nothing from the layers above it; format.py imports only
-the standard library; no other module (tests included) assigns a name format.py defines or
-defines a ULEB128 reader of its own; no CUDA source defines a name the format's preamble
-writes; and the codec tables keyed by codec name use format.py's names."""
+the standard library; no other module (tests included) assigns a name format.py defines,
+defines a ULEB128 reader of its own or spells a Thrift field id as a number; no CUDA source
+defines a name the format's preamble writes; and the codec tables keyed by codec name use
+format.py's names."""
 import ast
 import re
 import sys
@@ -58,6 +59,73 @@ def uleb128_readers(source: str) -> list[str]:
                             for side in (inner.left.left, inner.left.right))):
                 found.append(f"{node.name} (line {node.lineno})")
                 break
+    return found
+
+
+# The compact protocol's type codes by format.py's names: the second entry of a tree's field
+THRIFT_TYPE_NAMES = {"TRUE", "FALSE", "BYTE", "I16", "I32", "I64", "DOUBLE", "BINARY", "LIST", "SET", "MAP",
+                     "STRUCT"}
+
+
+def struct_field_classes() -> dict[str, dict[str, int]]:
+    """format.py's field-id classes (one per parquet.thrift struct): name -> {field: id}."""
+    return {name: {k: v for k, v in vars(value).items() if not k.startswith("_")}
+            for name, value in vars(parquet_format).items() if isinstance(value, type) and name.endswith("Field")}
+
+
+def _integers(node) -> bool:
+    """Whether an expression is an integer or a tuple, list or set of integers."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return bool(node.elts) and all(_integers(e) for e in node.elts)
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _names_fields(node, names: set) -> bool:
+    """Whether a dict display maps integers to field names (or to dicts that do): an id table."""
+    return (isinstance(node, ast.Dict) and bool(node.keys)
+            and all(isinstance(k, ast.Constant) and type(k.value) is int for k in node.keys)
+            and all((isinstance(v, ast.Constant) and v.value in names) or _names_fields(v, names)
+                    for v in node.values))
+
+
+def literal_field_ids(source: str) -> list[str]:
+    """Where a module spells a Thrift field id as a number rather than by format.py's name: the
+    id of a tree's field ``[id, TYPE, value]`` (TYPE a type code) or the id ``field(tree, id)``
+    looks up, written as an integer, as a name the module binds at its top level to integers
+    (a table of ids of its own), or as a loop variable over either (within one top-level
+    function, class or statement); and a top-level dict from
+    integers to field names (PAGE_HEADER_FIELDS' shape)."""
+    tree = ast.parse(source)
+    field_names = set(parquet_format.PAGE_FIELDS)
+    for fields in struct_field_classes().values():
+        field_names |= set(fields)
+    tables, found = set(), []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and _integers(node.value):
+            tables |= {leaf.id for t in node.targets for leaf in ast.walk(t) if isinstance(leaf, ast.Name)}
+        if isinstance(node, ast.Assign) and _names_fields(node.value, field_names):
+            found += [f"{t.id} (line {node.lineno}): a table of field ids" for t in node.targets
+                      if isinstance(t, ast.Name)]
+    for statement in tree.body:  # a top-level function or class, or statement: loop variables' scope
+        loops = {}  # loop variable -> what it iterates over
+        for node in ast.walk(statement):
+            if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
+                loops[node.target.id] = node.iter
+
+        def numeric(node) -> bool:
+            if isinstance(node, ast.Name) and node.id in loops and node.id not in tables:
+                node = loops[node.id]
+            return _integers(node) or (isinstance(node, ast.Name) and node.id in tables)
+
+        for node in ast.walk(statement):
+            ids = []
+            if (isinstance(node, ast.List) and len(node.elts) == 3
+                    and getattr(node.elts[1], "id", getattr(node.elts[1], "attr", None)) in THRIFT_TYPE_NAMES):
+                ids.append(node.elts[0])
+            elif (isinstance(node, ast.Call) and len(node.args) == 2
+                  and getattr(node.func, "id", getattr(node.func, "attr", None)) == "field"):
+                ids.append(node.args[1])
+            found += [f"{ast.unparse(i)} (line {i.lineno})" for i in ids if numeric(i)]
     return found
 
 
@@ -133,3 +201,37 @@ def test_the_codec_tables_use_the_format_codec_names():
 
     for table in (HOST_CODECS, NVCOMP_CODECS, {codec: None for codec in COMPRESSION_CODECS.values()}):
         assert set(table) <= set(parquet_format.CODECS)
+
+
+def test_the_format_names_the_field_ids_of_each_struct_once():
+    classes = struct_field_classes()
+    assert {"PageHeaderField", "DataPageHeaderField", "FileMetaDataField", "ColumnMetaDataField"} <= set(classes)
+    for name, fields in classes.items():
+        ids = sorted(fields.values())
+        assert ids == sorted(set(ids)) and all(type(i) is int and i > 0 for i in ids), name
+    header = classes["PageHeaderField"]
+    assert set(parquet_format.PAGE_HEADER_FIELDS) | set(parquet_format.NESTED_HEADER_FIELDS) <= set(header.values())
+
+
+def test_no_other_module_spells_a_thrift_field_id_as_a_number():
+    spelled = [f"{path.relative_to(ROOT)}: {where}" for path in project_files() if path != FORMAT
+               for where in literal_field_ids(path.read_text())]
+    assert spelled == [], "name Thrift field ids by kernels/parquet/format.py's *Field classes"
+
+
+def test_the_field_id_check_finds_what_it_looks_for():
+    """The check above cannot pass by finding nothing: each way of spelling an id as a number is
+    caught, and format.py's names are not."""
+    source = ("from kernels.parquet.format import I32, STRUCT, FileMetaDataField, RowGroupField\n"
+              "NUM_ROWS, ROW_GROUPS = 3, 4\n"
+              "POSITIONS = (9, 10, 11)\n"
+              "KEPT = {1: 'page_type', 5: {1: 'num_values'}}\n"
+              "header = [[1, I32, 0], [RowGroupField.num_rows, I32, 0], [5, STRUCT, []]]\n"
+              "rows = field(meta, NUM_ROWS)\n"
+              "groups = field(meta, FileMetaDataField.row_groups)\n"
+              "moved = [field(column, fid) for fid in POSITIONS]\n"
+              "for fid in (8, 9):\n"
+              "    field(meta, fid)\n")
+    assert sorted(literal_field_ids(source)) == sorted([
+        "KEPT (line 4): a table of field ids", "1 (line 5)", "5 (line 5)", "NUM_ROWS (line 6)", "fid (line 8)",
+        "fid (line 10)"])

@@ -29,7 +29,8 @@ import pytest
 from kernels import backend as be
 from kernels.parquet import gpu_headers as gph
 from kernels.cuda_source import DIRECTORY, parquet_preamble
-from kernels.parquet.format import PAGE_FIELDS, uleb128
+from kernels.parquet.format import (NESTED_HEADER_FIELDS, PAGE_FIELDS, DataPageHeaderV2Field, PageHeaderField,
+                                    uleb128)
 from tasks.parquet.store.filesystem import local
 from tasks.errors import InputError
 from tasks.parquet.read.pages import ColumnChunk, parse_page_headers, plan_column_chunks, read_chunk_bytes
@@ -444,7 +445,7 @@ def random_page(rng, values: int, size: int) -> bytes:
     out, previous = b"", 0
     for _ in range(int(rng.integers(0, 6))):
         field_id = int(rng.integers(1, 12))
-        if field_id in (5, 7, 8) and rng.random() < 0.6:
+        if field_id in NESTED_HEADER_FIELDS and rng.random() < 0.6:
             nested, inner = b"", 0
             for _ in range(int(rng.integers(0, 6))):
                 inner_id = int(rng.integers(1, 10))
@@ -454,9 +455,11 @@ def random_page(rng, values: int, size: int) -> bytes:
         else:
             out += thrift_field(rng, field_id, previous, 0)
         previous = field_id
-    v2 = thrift_field(rng, 1, 0, 1, 5, zigzag(values)) + b"\x00"
-    out += thrift_field(rng, 8, 0, 0, 12, v2) + thrift_field(rng, 1, 0, 0, 5, zigzag(3))
-    return out + thrift_field(rng, 3, 0, 0, 5, zigzag(size)) + b"\x00" + rng.bytes(size)
+    v2 = thrift_field(rng, DataPageHeaderV2Field.num_values, 0, 1, 5, zigzag(values)) + b"\x00"
+    out += (thrift_field(rng, PageHeaderField.data_page_header_v2, 0, 0, 12, v2)
+            + thrift_field(rng, PageHeaderField.type, 0, 0, 5, zigzag(3)))
+    return (out + thrift_field(rng, PageHeaderField.compressed_page_size, 0, 0, 5, zigzag(size)) + b"\x00"
+            + rng.bytes(size))
 
 
 def with_bytes_replaced(rng, chunks, per_chunk: int) -> list[bytes]:

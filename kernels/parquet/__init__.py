@@ -2,7 +2,8 @@
 
 One module per idea, each imported by its own name (this package re-exports nothing):
 - format: the format's facts, once (page types, encodings, physical types, codecs, the
-  compact protocol's type codes, ULEB128 and zigzag varints, the page table's fields);
+  Thrift field ids of the structs read or written, the compact protocol's type codes, ULEB128
+  and zigzag varints, the page table's fields);
   standard library only;
 - thrift: the compact protocol, both ways: footers as trees, and the skips the header walk uses;
 - headers: the host walk over chunks' page headers into a PageTable; gpu_headers: its GPU twin,

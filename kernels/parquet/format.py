@@ -1,6 +1,6 @@
 """Parquet's format facts, each defined once: the enums of parquet.thrift the reader and the
-writer use, the compact protocol's type codes, ULEB128 and zigzag varints, and the page table's
-fields. Every other module imports them from here, the CUDA sources included
+writer use, the Thrift field ids of its structs they read or write, the compact protocol's type
+codes, ULEB128 and zigzag varints, and the page table's fields. Every other module imports them from here, the CUDA sources included
 (kernels.cuda_source writes the constants the kernels use as a preamble of ``constexpr``
 definitions).
 
@@ -57,14 +57,166 @@ CODECS = {"UNCOMPRESSED": 0, "SNAPPY": 1, "GZIP": 2, "LZO": 3, "BROTLI": 4, "LZ4
 # (compact protocol); a boolean field's value is its type, TRUE or FALSE
 TRUE, FALSE, BYTE, I16, I32, I64, DOUBLE, BINARY, LIST, SET, MAP, STRUCT = range(1, 13)
 
-# PageHeader's fields the page table keeps (parquet.thrift): field id -> PAGE_FIELDS name, and
-# the nested headers' fields by the id of the PageHeader field holding them
-PAGE_HEADER_FIELDS = {1: "page_type", 2: "uncompressed_size", 3: "compressed_size", 4: "crc"}
+# Thrift field ids of the parquet.thrift structs the reader and the writer read or write, one
+# class per struct, named after the struct with "Field" appended (kernels.parquet.thrift's trees
+# are lists of [field id, type, value]), each attribute named after parquet.thrift's field.
+
+
+class PageHeaderField:  # PageHeader
+    type = 1  # PageType
+    uncompressed_page_size = 2
+    compressed_page_size = 3
+    crc = 4
+    data_page_header = 5
+    index_page_header = 6
+    dictionary_page_header = 7
+    data_page_header_v2 = 8
+
+
+class DataPageHeaderField:  # DataPageHeader
+    num_values = 1
+    encoding = 2
+    definition_level_encoding = 3
+    repetition_level_encoding = 4
+    statistics = 5
+
+
+class DictionaryPageHeaderField:  # DictionaryPageHeader
+    num_values = 1
+    encoding = 2
+    is_sorted = 3
+
+
+class DataPageHeaderV2Field:  # DataPageHeaderV2
+    num_values = 1
+    num_nulls = 2
+    num_rows = 3
+    encoding = 4
+    definition_levels_byte_length = 5
+    repetition_levels_byte_length = 6
+    is_compressed = 7
+    statistics = 8
+
+
+class StatisticsField:  # Statistics
+    max = 1  # deprecated: signed order only
+    min = 2  # deprecated: signed order only
+    null_count = 3
+    distinct_count = 4
+    max_value = 5
+    min_value = 6
+    is_max_value_exact = 7
+    is_min_value_exact = 8
+    nan_count = 9
+
+
+class SizeStatisticsField:  # SizeStatistics
+    unencoded_byte_array_data_bytes = 1
+    repetition_level_histogram = 2
+    definition_level_histogram = 3
+
+
+class SchemaElementField:  # SchemaElement
+    type = 1  # Type, the physical type
+    type_length = 2
+    repetition_type = 3
+    name = 4
+    num_children = 5
+    converted_type = 6
+    scale = 7
+    precision = 8
+    field_id = 9
+    logicalType = 10
+    vector_length = 11
+
+
+class KeyValueField:  # KeyValue
+    key = 1
+    value = 2
+
+
+class PageEncodingStatsField:  # PageEncodingStats
+    page_type = 1
+    encoding = 2
+    count = 3
+
+
+class ColumnMetaDataField:  # ColumnMetaData
+    type = 1  # Type, the physical type
+    encodings = 2
+    path_in_schema = 3
+    codec = 4
+    num_values = 5
+    total_uncompressed_size = 6
+    total_compressed_size = 7
+    key_value_metadata = 8
+    data_page_offset = 9
+    index_page_offset = 10
+    dictionary_page_offset = 11
+    statistics = 12
+    encoding_stats = 13
+    bloom_filter_offset = 14
+    bloom_filter_length = 15
+    size_statistics = 16
+    geospatial_statistics = 17
+
+
+class ColumnChunkField:  # ColumnChunk
+    file_path = 1
+    file_offset = 2  # deprecated
+    meta_data = 3
+    offset_index_offset = 4
+    offset_index_length = 5
+    column_index_offset = 6
+    column_index_length = 7
+    crypto_metadata = 8
+    encrypted_column_metadata = 9
+
+
+class RowGroupField:  # RowGroup
+    columns = 1
+    total_byte_size = 2
+    num_rows = 3
+    sorting_columns = 4
+    file_offset = 5
+    total_compressed_size = 6
+    ordinal = 7
+
+
+class ColumnOrderField:  # ColumnOrder, a union
+    TYPE_ORDER = 1
+    IEEE_754_TOTAL_ORDER = 2
+    INT96_TIMESTAMP_ORDER = 3
+
+
+class FileMetaDataField:  # FileMetaData
+    version = 1
+    schema = 2
+    num_rows = 3
+    row_groups = 4
+    key_value_metadata = 5
+    created_by = 6
+    column_orders = 7
+    encryption_algorithm = 8
+    footer_signing_key_metadata = 9
+
+
+# PageHeader's fields the page table keeps: field id -> PAGE_FIELDS name, and the nested
+# headers' fields by the id of the PageHeader field holding them
+PAGE_HEADER_FIELDS = {PageHeaderField.type: "page_type", PageHeaderField.uncompressed_page_size: "uncompressed_size",
+                      PageHeaderField.compressed_page_size: "compressed_size", PageHeaderField.crc: "crc"}
 NESTED_HEADER_FIELDS = {
-    5: {1: "num_values", 2: "encoding", 3: "definition_level_encoding"},  # DataPageHeader
-    7: {1: "num_values", 2: "encoding"},  # DictionaryPageHeader
-    8: {1: "num_values", 2: "num_nulls", 3: "num_rows", 4: "encoding",  # DataPageHeaderV2
-        5: "definition_levels_length", 6: "repetition_levels_length", 7: "is_compressed"},
+    PageHeaderField.data_page_header: {
+        DataPageHeaderField.num_values: "num_values", DataPageHeaderField.encoding: "encoding",
+        DataPageHeaderField.definition_level_encoding: "definition_level_encoding"},
+    PageHeaderField.dictionary_page_header: {
+        DictionaryPageHeaderField.num_values: "num_values", DictionaryPageHeaderField.encoding: "encoding"},
+    PageHeaderField.data_page_header_v2: {
+        DataPageHeaderV2Field.num_values: "num_values", DataPageHeaderV2Field.num_nulls: "num_nulls",
+        DataPageHeaderV2Field.num_rows: "num_rows", DataPageHeaderV2Field.encoding: "encoding",
+        DataPageHeaderV2Field.definition_levels_byte_length: "definition_levels_length",
+        DataPageHeaderV2Field.repetition_levels_byte_length: "repetition_levels_length",
+        DataPageHeaderV2Field.is_compressed: "is_compressed"},
 }
 
 # The page table's columns (kernels.parquet.headers.PageTable; kernels/cuda/parquet_headers.cu

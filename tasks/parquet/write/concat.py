@@ -27,19 +27,21 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from kernels.parquet.format import ColumnChunkField, ColumnMetaDataField, FileMetaDataField, RowGroupField
 from kernels.parquet.thrift import LIST, STRUCT, ThriftError, decode_struct, encode_struct, field
 
 MAGIC = b"PAR1"
 
-# Field ids of the parquet-format structs touched here (parquet.thrift)
-_META_NUM_ROWS, _META_ROW_GROUPS, _META_SCHEMA, _META_KEY_VALUES, _META_CREATED_BY = 3, 4, 2, 5, 6
-_META_ENCRYPTION = (8, 9)
-_META_REQUIRED = {1, 2, 3, 4}  # version, schema, num_rows, row_groups
-_GROUP_COLUMNS, _GROUP_FILE_OFFSET, _GROUP_ORDINAL = 1, 5, 7
-_CHUNK_FILE_PATH, _CHUNK_FILE_OFFSET, _CHUNK_META = 1, 2, 3
-_CHUNK_PAGE_INDEX = (4, 6)  # offset_index_offset, column_index_offset
-_CHUNK_POSITIONS = (9, 10, 11)  # ColumnMetaData: data, index and dictionary page offsets
-_CHUNK_BLOOM_FILTER = 14
+# FileMetaData's required fields: a footer without them is not Parquet metadata
+_META_REQUIRED = {FileMetaDataField.version, FileMetaDataField.schema, FileMetaDataField.num_rows,
+                  FileMetaDataField.row_groups}
+# Fields of a plaintext footer of an encrypted file
+_META_ENCRYPTION = (FileMetaDataField.encryption_algorithm, FileMetaDataField.footer_signing_key_metadata)
+# A chunk's page index positions, which point among the pages
+_CHUNK_PAGE_INDEX = (ColumnChunkField.offset_index_offset, ColumnChunkField.column_index_offset)
+# ColumnMetaData's page positions, each moved with its file's pages
+_CHUNK_POSITIONS = (ColumnMetaDataField.data_page_offset, ColumnMetaDataField.index_page_offset,
+                    ColumnMetaDataField.dictionary_page_offset)
 
 
 class ParquetConcatError(ValueError):
@@ -70,21 +72,21 @@ def _footer_of(read_at, size: int, name: str) -> tuple[list, int]:
 
 def _moved_row_groups(meta: list, shift: int, name: str) -> list:
     """The row groups of one piece, their file positions moved by ``shift`` bytes."""
-    groups = field(meta, _META_ROW_GROUPS)
+    groups = field(meta, FileMetaDataField.row_groups)
     for group in groups[2][1] if groups else []:
-        offset = field(group, _GROUP_FILE_OFFSET)
+        offset = field(group, RowGroupField.file_offset)
         if offset and offset[2]:
             offset[2] += shift
-        for chunk in field(group, _GROUP_COLUMNS)[2][1]:
+        for chunk in field(group, RowGroupField.columns)[2][1]:
             if any(field(chunk, f) for f in _CHUNK_PAGE_INDEX):
                 raise ParquetConcatError(f"{name}: has page indexes, which hold file positions")
-            if (field(chunk, _CHUNK_FILE_PATH) or [0, 0, b""])[2]:
+            if (field(chunk, ColumnChunkField.file_path) or [0, 0, b""])[2]:
                 raise ParquetConcatError(f"{name}: keeps pages in another file")
-            offset = field(chunk, _CHUNK_FILE_OFFSET)
+            offset = field(chunk, ColumnChunkField.file_offset)
             if offset and offset[2]:  # deprecated; pyarrow writes 0, meaning none
                 offset[2] += shift
-            column = field(chunk, _CHUNK_META)[2]
-            if field(column, _CHUNK_BLOOM_FILTER):
+            column = field(chunk, ColumnChunkField.meta_data)[2]
+            if field(column, ColumnMetaDataField.bloom_filter_offset):
                 raise ParquetConcatError(f"{name}: has bloom filters, which hold file positions")
             for fid in _CHUNK_POSITIONS:
                 position = field(column, fid)
@@ -96,37 +98,39 @@ def _moved_row_groups(meta: list, shift: int, name: str) -> list:
 def _joined_footer(footers: list[list], bodies: list[int], names: list[str]) -> tuple[bytes, list[int]]:
     """The concatenated file's footer, and where each piece's pages start in it, given each
     piece's decoded footer and page bytes (its length less magic and footer)."""
-    def described(meta, fid) -> bytes:  # a field as bytes, to compare files by
-        return encode_struct([field(meta, fid) or [0, STRUCT, []]])
+    def described(meta, fid) -> bytes:  # a field as bytes, to compare files by (an empty struct if absent)
+        entry = field(meta, fid)
+        return encode_struct([entry] if entry else [])
 
     first = footers[0]
     starts, position, groups, rows = [], len(MAGIC), [], 0
     for meta, body, name in zip(footers, bodies, names):
-        if any(described(meta, f) != described(first, f) for f in (_META_SCHEMA, _META_KEY_VALUES)):
+        if any(described(meta, f) != described(first, f)
+               for f in (FileMetaDataField.schema, FileMetaDataField.key_value_metadata)):
             raise ParquetConcatError(f"{name}: its schema differs from {names[0]}'s")
-        if described(meta, _META_CREATED_BY) != described(first, _META_CREATED_BY):
+        if described(meta, FileMetaDataField.created_by) != described(first, FileMetaDataField.created_by):
             # readers work around known bugs of a writer by its version: one file, one writer
             raise ParquetConcatError(f"{name}: written by another writer than {names[0]}")
         starts.append(position)
         try:
             groups += _moved_row_groups(meta, position - len(MAGIC), name)
-            rows += field(meta, _META_NUM_ROWS)[2]
+            rows += field(meta, FileMetaDataField.num_rows)[2]
         except (TypeError, IndexError, KeyError):  # a required field missing or of another type
             raise ParquetConcatError(f"{name}: its footer is not valid Parquet metadata") from None
         position += body
     for ordinal, group in enumerate(groups):
-        entry = field(group, _GROUP_ORDINAL)
+        entry = field(group, RowGroupField.ordinal)
         if entry and ordinal < 2**15:
             entry[2] = ordinal
         elif entry:  # an i16: past 32767 it would wrap, so the (optional) field goes
             group.remove(entry)
     joined = [list(entry) for entry in first]
-    field(joined, _META_NUM_ROWS)[2] = rows
-    listed = field(joined, _META_ROW_GROUPS)
+    field(joined, FileMetaDataField.num_rows)[2] = rows
+    listed = field(joined, FileMetaDataField.row_groups)
     if listed:
         listed[2] = (STRUCT, groups)
     else:
-        joined.append([_META_ROW_GROUPS, LIST, (STRUCT, groups)])
+        joined.append([FileMetaDataField.row_groups, LIST, (STRUCT, groups)])
         joined.sort(key=lambda entry: entry[0])
     return encode_struct(joined), starts
 

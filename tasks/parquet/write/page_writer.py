@@ -39,7 +39,10 @@ import pyarrow as pa
 from kernels.parquet import encode as enc
 from kernels.parquet.format import (BINARY, CODECS, DATA_PAGE, DICTIONARY_PAGE, I32, I64, LIST, OPTIONAL,
                                     PHYSICAL_DTYPES, PHYSICAL_TYPES, PLAIN, REQUIRED, RLE, RLE_DICTIONARY, STRUCT,
-                                    TRUE)
+                                    TRUE, ColumnChunkField, ColumnMetaDataField, ColumnOrderField,
+                                    DataPageHeaderField, DictionaryPageHeaderField, FileMetaDataField, KeyValueField,
+                                    PageEncodingStatsField, PageHeaderField, RowGroupField, SchemaElementField,
+                                    SizeStatisticsField, StatisticsField)
 from kernels.parquet.thrift import encode_struct
 from tasks.parquet.write.concat import LARGEST_ROW_GROUP, MAGIC, for_each
 from tasks.parquet.codec.decompress import HOST_CODECS, NVCOMP_CODECS, nvcomp_usable
@@ -176,7 +179,10 @@ def _encode_chunk(xp, columns: ResultColumns, c: int, start: int, stop: int, dic
             width = enc.index_bit_width(int(distinct.shape[0]))
             chunk.dictionary, encoding = True, RLE_DICTIONARY
             chunk.pages.append(_Page(enc.plain(xp, distinct), [
-                [1, I32, DICTIONARY_PAGE], [7, STRUCT, [[1, I32, int(distinct.shape[0])], [2, I32, PLAIN]]]]))
+                [PageHeaderField.type, I32, DICTIONARY_PAGE],
+                [PageHeaderField.dictionary_page_header, STRUCT, [
+                    [DictionaryPageHeaderField.num_values, I32, int(distinct.shape[0])],
+                    [DictionaryPageHeaderField.encoding, I32, PLAIN]]]]))
             streams.append(enc.host_stream(xp, [bytes([width])] * (len(row_starts) - 1)))
             streams.append(enc.hybrid(xp, index, value_starts, width))
     if encoding == PLAIN:
@@ -188,8 +194,12 @@ def _encode_chunk(xp, columns: ResultColumns, c: int, start: int, stop: int, dic
     body, offsets = enc.interleave(xp, streams)
     for p in range(len(row_starts) - 1):
         chunk.pages.append(_Page(body[offsets[p]:offsets[p] + sizes[p]], [
-            [1, I32, DATA_PAGE], [5, STRUCT, [[1, I32, int(row_starts[p + 1] - row_starts[p])], [2, I32, encoding],
-                                              [3, I32, RLE], [4, I32, RLE]]]]))
+            [PageHeaderField.type, I32, DATA_PAGE],
+            [PageHeaderField.data_page_header, STRUCT, [
+                [DataPageHeaderField.num_values, I32, int(row_starts[p + 1] - row_starts[p])],
+                [DataPageHeaderField.encoding, I32, encoding],
+                [DataPageHeaderField.definition_level_encoding, I32, RLE],
+                [DataPageHeaderField.repetition_level_encoding, I32, RLE]]]]))
     return chunk
 
 
@@ -259,18 +269,19 @@ def _host(array) -> np.ndarray:
 def _page_header(page: _Page) -> bytes:
     signed = page.crc - (1 << 32) if page.crc >= 1 << 31 else page.crc  # the header's crc is an i32
     head = page.header
-    return encode_struct([head[0], [2, I32, int(page.body.shape[0])], [3, I32, len(page.stored)],
-                          [4, I32, signed], *head[1:]])
+    return encode_struct([head[0], [PageHeaderField.uncompressed_page_size, I32, int(page.body.shape[0])],
+                          [PageHeaderField.compressed_page_size, I32, len(page.stored)],
+                          [PageHeaderField.crc, I32, signed], *head[1:]])
 
 
 def _statistics(chunk: _Chunk) -> list:
-    stats = [[3, I64, chunk.null_count]]
+    stats = [[StatisticsField.null_count, I64, chunk.null_count]]
     if chunk.bounds is not None:
         low, high = (v.tobytes() for v in chunk.bounds)
-        # 1, 2: the deprecated max and min, which older readers look for; 5, 6: max_value and
-        # min_value; 7, 8: both exact
-        stats = [[1, BINARY, high], [2, BINARY, low], *stats, [5, BINARY, high], [6, BINARY, low],
-                 [7, TRUE, None], [8, TRUE, None]]
+        # the deprecated max and min too, which older readers look for; both bounds exact
+        stats = [[StatisticsField.max, BINARY, high], [StatisticsField.min, BINARY, low], *stats,
+                 [StatisticsField.max_value, BINARY, high], [StatisticsField.min_value, BINARY, low],
+                 [StatisticsField.is_max_value_exact, TRUE, None], [StatisticsField.is_min_value_exact, TRUE, None]]
     return stats
 
 
@@ -289,7 +300,7 @@ def _write_file(path, schema: pa.Schema, rows: int, chunks: list, compression: s
                 data_offset = None
                 for page in chunk.pages:
                     header = _page_header(page)
-                    if page.header[0][2] == DATA_PAGE and data_offset is None:
+                    if page.header[0][2] == DATA_PAGE and data_offset is None:  # header[0]: its type entry
                         data_offset = position
                     out.write(header)
                     out.write(page.stored)
@@ -298,36 +309,60 @@ def _write_file(path, schema: pa.Schema, rows: int, chunks: list, compression: s
                     compressed += len(header) + len(page.stored)
                 data_pages = len(chunk.pages) - chunk.dictionary
                 encodings = [PLAIN, RLE, RLE_DICTIONARY] if chunk.dictionary else [RLE, PLAIN]
-                page_stats = ([[[1, I32, DICTIONARY_PAGE], [2, I32, PLAIN], [3, I32, 1]],
-                               [[1, I32, DATA_PAGE], [2, I32, RLE_DICTIONARY], [3, I32, data_pages]]]
-                              if chunk.dictionary else [[[1, I32, DATA_PAGE], [2, I32, PLAIN], [3, I32, data_pages]]])
-                meta = [[1, I32, ARROW_PHYSICAL_TYPES[schema.field(chunk.column).type]], [2, LIST, (I32, encodings)],
-                        [3, LIST, (BINARY, [names[chunk.column].encode()])], [4, I32, codec],
-                        [5, I64, chunk.rows], [6, I64, uncompressed], [7, I64, compressed],
-                        [9, I64, data_offset]]
+                page_stats = ([_page_encoding_stats(DICTIONARY_PAGE, PLAIN, 1),
+                               _page_encoding_stats(DATA_PAGE, RLE_DICTIONARY, data_pages)]
+                              if chunk.dictionary else [_page_encoding_stats(DATA_PAGE, PLAIN, data_pages)])
+                meta = [[ColumnMetaDataField.type, I32, ARROW_PHYSICAL_TYPES[schema.field(chunk.column).type]],
+                        [ColumnMetaDataField.encodings, LIST, (I32, encodings)],
+                        [ColumnMetaDataField.path_in_schema, LIST, (BINARY, [names[chunk.column].encode()])],
+                        [ColumnMetaDataField.codec, I32, codec], [ColumnMetaDataField.num_values, I64, chunk.rows],
+                        [ColumnMetaDataField.total_uncompressed_size, I64, uncompressed],
+                        [ColumnMetaDataField.total_compressed_size, I64, compressed],
+                        [ColumnMetaDataField.data_page_offset, I64, data_offset]]
                 if chunk.dictionary:
-                    meta.append([11, I64, first])
-                meta += [[12, STRUCT, _statistics(chunk)], [13, LIST, (STRUCT, page_stats)],
-                         # SizeStatistics: no repetition levels; rows per definition level
-                         [16, STRUCT, [[2, LIST, (I64, [])],
-                                       [3, LIST, (I64, [chunk.null_count, chunk.rows - chunk.null_count])]]]]
+                    meta.append([ColumnMetaDataField.dictionary_page_offset, I64, first])
+                meta += [[ColumnMetaDataField.statistics, STRUCT, _statistics(chunk)],
+                         [ColumnMetaDataField.encoding_stats, LIST, (STRUCT, page_stats)],
+                         [ColumnMetaDataField.size_statistics, STRUCT, _size_statistics(chunk)]]
                 described.append((meta, uncompressed, compressed))
             row_groups.append([
-                [1, LIST, (STRUCT, [[[2, I64, 0], [3, STRUCT, meta]] for meta, _, _ in described])],
-                [2, I64, sum(u for _, u, _ in described)], [3, I64, group[0].rows], [5, I64, group_start],
-                [6, I64, sum(c for _, _, c in described)]])
+                [RowGroupField.columns, LIST, (STRUCT, [[[ColumnChunkField.file_offset, I64, 0],
+                                                         [ColumnChunkField.meta_data, STRUCT, meta]]
+                                                        for meta, _, _ in described])],
+                [RowGroupField.total_byte_size, I64, sum(u for _, u, _ in described)],
+                [RowGroupField.num_rows, I64, group[0].rows], [RowGroupField.file_offset, I64, group_start],
+                [RowGroupField.total_compressed_size, I64, sum(c for _, _, c in described)]])
         footer = encode_struct(_file_metadata(schema, rows, row_groups))
         out.write(footer)
         out.write(len(footer).to_bytes(4, "little"))
         out.write(MAGIC)
 
 
+def _page_encoding_stats(page_type: int, encoding: int, count: int) -> list:
+    """A PageEncodingStats: ``count`` pages of ``page_type`` in ``encoding``."""
+    return [[PageEncodingStatsField.page_type, I32, page_type], [PageEncodingStatsField.encoding, I32, encoding],
+            [PageEncodingStatsField.count, I32, count]]
+
+
+def _size_statistics(chunk: _Chunk) -> list:
+    """A SizeStatistics: no repetition levels; rows per definition level (null, present)."""
+    return [[SizeStatisticsField.repetition_level_histogram, LIST, (I64, [])],
+            [SizeStatisticsField.definition_level_histogram, LIST,
+             (I64, [chunk.null_count, chunk.rows - chunk.null_count])]]
+
+
 def _file_metadata(schema: pa.Schema, rows: int, row_groups: list) -> list:
-    elements = [[[3, I32, REQUIRED], [4, BINARY, b"schema"], [5, I32, len(schema)]]]
-    elements += [[[1, I32, ARROW_PHYSICAL_TYPES[f.type]], [3, I32, OPTIONAL], [4, BINARY, f.name.encode()]] for f in schema]
+    root = [[SchemaElementField.repetition_type, I32, REQUIRED], [SchemaElementField.name, BINARY, b"schema"],
+            [SchemaElementField.num_children, I32, len(schema)]]
+    leaves = [[[SchemaElementField.type, I32, ARROW_PHYSICAL_TYPES[f.type]],
+               [SchemaElementField.repetition_type, I32, OPTIONAL], [SchemaElementField.name, BINARY, f.name.encode()]]
+              for f in schema]
     # pyarrow stores the Arrow schema (with its metadata) beside the schema's own keys
     stored = {**(schema.metadata or {}), b"ARROW:schema": base64.b64encode(schema.serialize().to_pybytes())}
-    key_values = [[[1, BINARY, k], [2, BINARY, v]] for k, v in stored.items()]
-    return [[1, I32, 2], [2, LIST, (STRUCT, elements)], [3, I64, rows], [4, LIST, (STRUCT, row_groups)],
-            [5, LIST, (STRUCT, key_values)], [6, BINARY, CREATED_BY],
-            [7, LIST, (STRUCT, [[[1, STRUCT, []]] for _ in schema])]]  # TYPE_ORDER for every column
+    key_values = [[[KeyValueField.key, BINARY, k], [KeyValueField.value, BINARY, v]] for k, v in stored.items()]
+    type_order = [[ColumnOrderField.TYPE_ORDER, STRUCT, []]]  # every column's ColumnOrder
+    return [[FileMetaDataField.version, I32, 2], [FileMetaDataField.schema, LIST, (STRUCT, [root, *leaves])],
+            [FileMetaDataField.num_rows, I64, rows], [FileMetaDataField.row_groups, LIST, (STRUCT, row_groups)],
+            [FileMetaDataField.key_value_metadata, LIST, (STRUCT, key_values)],
+            [FileMetaDataField.created_by, BINARY, CREATED_BY],
+            [FileMetaDataField.column_orders, LIST, (STRUCT, [type_order for _ in schema])]]
