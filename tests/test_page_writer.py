@@ -8,6 +8,10 @@ Its hybrid encoder round-trips through the page reader's decoder, a dictionary t
 gpu writes the same tables as one with --writer host and says which writer wrote each file;
 string ids stay on pyarrow's writer, which the summary says. Runs on NumPy and, where a GPU is
 usable, on CuPy."""
+import os
+import subprocess
+import sys
+
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -30,7 +34,7 @@ from tasks.parquet.write.tables import dense_bfs_columns, dense_bfs_table, dense
 from tasks.parquet.write.result_files import dictionary_columns, resolve_writer, write_many
 from tasks.report import summary_rows
 from tests.conftest import host
-from tests.helpers import assert_same_results, random_edges, run, string_graph, write_edges
+from tests.helpers import assert_same_results, child_pythonpath, random_edges, run, string_graph, write_edges
 
 ROWS = {"no rows": 0, "one row": 1, "several pages": 300, "several row groups": 700}
 ROW_GROUP_ROWS = 256  # small pages and row groups, so a few hundred rows make several of each
@@ -166,6 +170,24 @@ def test_pages_are_bounded_and_row_groups_hold_the_rows_asked(tmp_path):
     # 100 int64 values a page (800 bytes), 3 pages a full row group
     header_bytes = meta.row_group(0).column(0).total_uncompressed_size - 300 * 8
     assert 3 * 10 < header_bytes < 3 * 60
+
+
+@pytest.mark.parametrize("compression", [c for c in COMPRESSIONS if c != "none"])
+def test_pages_compressed_by_several_host_threads_read_back(tmp_path, compression):
+    """Every host codec on two threads at once, in a process of its own: a codec shared by the
+    threads crashed the process with gzip (a segmentation fault, which would end the suite)."""
+    script = f"""
+import numpy as np, pyarrow as pa, pyarrow.parquet as pq
+from tasks.parquet.write.page_writer import write_columns
+n = 2_000_000
+table = pa.table({{"vertex": np.arange(n), "distance": np.arange(n) % 7, "predecessor": np.arange(n)[::-1]}})
+for k in range(3):
+    write_columns(table, {str(tmp_path)!r} + f"/r{{k}}.parquet", {compression!r}, threads=2)
+    assert pq.read_table({str(tmp_path)!r} + f"/r{{k}}.parquet").equals(table)
+"""
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": child_pythonpath()},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
 
 
 @settings(max_examples=60, deadline=None)

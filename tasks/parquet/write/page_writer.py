@@ -30,6 +30,7 @@ compressed, in one copy, for the file.
 from __future__ import annotations
 
 import base64
+import threading
 import zlib
 from dataclasses import dataclass, field
 
@@ -219,7 +220,15 @@ def _compress(xp, pages: list, compression: str, threads: int) -> None:
 
 
 def _compress_host(xp, pages: list, compression: str, threads: int) -> None:
-    codec = pa.Codec(HOST_CODECS[COMPRESSION_CODECS[compression]]) if compression != "none" else None
+    # one pa.Codec per thread: a gzip codec shared by two threads crashed the process (its
+    # stream state is the codec's own), snappy, zstd and lz4 did not
+    local = threading.local()
+
+    def codec():
+        if not hasattr(local, "codec"):
+            local.codec = pa.Codec(HOST_CODECS[COMPRESSION_CODECS[compression]])
+        return local.codec
+
     if xp is not np and pages:  # device pages come to the host in one copy, not one per page
         flat = xp.concatenate([p.body for p in pages]).get()
         ends = np.cumsum([int(p.body.shape[0]) for p in pages])
@@ -229,7 +238,7 @@ def _compress_host(xp, pages: list, compression: str, threads: int) -> None:
 
     def one(i: int) -> None:
         data = bodies[i].tobytes()
-        pages[i].stored = codec.compress(data, asbytes=True) if codec is not None and data else data
+        pages[i].stored = codec().compress(data, asbytes=True) if compression != "none" and data else data
 
     for_each(one, range(len(pages)), threads)
 
