@@ -50,7 +50,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
         output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
         filter: Keep only the rows this expression passes, e.g. "day >= '2026-11-01' and weight > 0.5": hive partition folders (key=value) and data columns; see docs/inputs.md#filters.
         reader: Parquet reader: gpu (the page reader on the compute backend: a GPU, else NumPy), host (pyarrow), or auto (gpu where CuPy and nvCOMP are usable, else host).
-        writer: Parquet writer of the results: gpu (the page writer on the compute backend: a GPU, else NumPy; string ids stay on pyarrow), host (pyarrow), or auto (gpu on a GPU with nvCOMP, else host). Partitioned runs write with pyarrow.
+        writer: Parquet writer of the results: gpu (the page writer on the compute backend: a GPU, else NumPy; string ids stay on pyarrow), host (pyarrow), or auto (gpu on a GPU with nvCOMP, else host); every rank of a partitioned run writes its parts the same way.
     """
     started = time.perf_counter()
     input, output = run_paths(input, output)
@@ -63,7 +63,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
         run = partitioned_runner(results, input)
         summary = run.submit(input, output, count, forest=True, src_col=src_col, dst_col=dst_col,
                              weight_col=weight_col, backend=backend, output_layout=output_layout,
-                             compression=compression, filter=filter, reader=reader)
+                             compression=compression, filter=filter, reader=reader, writer=writer)
         return finish("mst", input, summary, started, [summary])
     prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("msf",), filter=filter, reader=reader)
     forest = spanning_forest.submit(prepared)

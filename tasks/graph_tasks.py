@@ -7,7 +7,8 @@ its result (the flows persist theirs, the summary, and a task would otherwise in
 write its arrays to disk).
 Only the Parquet read and writes retry. What the tasks share lives in modules of its own:
 memory admission (tasks.memory), progress bars (tasks.artifacts.Progress), the source lookup
-(tasks.sources) and the summary (tasks.summary).
+(tasks.sources), the writer choice (tasks.parquet.write.result_files.ResultWriter) and the
+summary (tasks.summary).
 
 Artifacts: the flow publishes the run's summary (tasks.artifacts.publish_summary, a table, the
 first thing in the run's Artifacts tab); tasks publish per-level BFS and per-round Boruvka tables
@@ -39,14 +40,13 @@ from tasks.forest_weight import KRUSKAL_LIMIT, kruskal_check, reported_total
 from tasks.lineage import materializing
 from tasks.memory import check_device_memory, check_host_memory, device_memory_guard
 from tasks.parquet.store.locations import absolute, join
-from tasks.parquet.write.page_writer import refusal
 from tasks.parquet.publish.publish import publish_results
 from tasks.parquet.read.reader import read_edges
 from tasks.parquet.write.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_RESULT_NAME
 from tasks.parquet.write.tables import (
     dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table, vertex_names,
 )
-from tasks.parquet.write.result_files import resolve_writer, written_by
+from tasks.parquet.write.result_files import ResultWriter
 from tasks.pickling import pickle_by_reference
 from tasks.report import (
     RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, count, direction_summary, filter_text,
@@ -313,41 +313,39 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     check in ``checks`` passed, and returns the run's summary (summarize), the one product the
     flow process fetches. The run's last task: the artifacts its process published are on the
     server before it ends (tasks/artifacts.py says how other workers' are). ``writer``: auto,
-    gpu or host (tasks.parquet.write.result_files.resolve_writer); with gpu the results go to the page writer
-    as the compute backend's arrays, except files the page writer does not take (string ids)."""
+    gpu or host (tasks.parquet.write.result_files.ResultWriter); with gpu the results go to the page
+    writer as the compute backend's arrays, except files the page writer does not take (string ids)."""
     p: PreparedEdges = prepared.value
     start = time.perf_counter()
     xp = be.module(p.backend)
-    pages = resolve_writer(writer, xp) == "gpu"
-    ids = xp.asarray(p.ids) if pages and p.names is None else None
+    encoder = ResultWriter.resolve(writer, xp, compression)
+    ids = xp.asarray(p.ids) if encoder.pages and p.names is None else None
+    refused = "string vertex ids" if p.names is not None else None  # the page writer takes integer ids
     names = None
     writers = []
 
     def result(columns, table):
         """The page writer's ResultColumns (``columns()``) where it takes them, else the table."""
+        chosen, by = encoder.choose(columns, table, refused)
+        writers.append(by)
+        return chosen
+
+    def host_names():
         nonlocal names
-        reason = "string vertex ids" if pages and p.names is not None else None
-        if pages and reason is None:
-            built = columns()
-            reason = refusal(built.schema)
-            if reason is None:
-                writers.append(written_by(built, compression))
-                return built
-        writers.append("host (pyarrow" + (f"; the page writer takes no {reason})" if reason else ")"))
         names = vertex_names(p.names, p.ids) if names is None else names
-        return table()
+        return names
 
     tables = {}
     for s, o in zip(searches, outputs):
         r = s.value.result
         tables[join(o, BFS_RESULT_NAME)] = result(
             lambda: dense_bfs_columns(xp, ids, r.distance, r.predecessor),
-            lambda: dense_bfs_table(names, be.to_host(r.distance), be.to_host(r.predecessor)))
+            lambda: dense_bfs_table(host_names(), be.to_host(r.distance), be.to_host(r.predecessor)))
     if forest is not None:
         rows, e = forest.value.edges, p.edges  # an edge's index is its input row
         tables[join(output, FOREST_RESULT_NAME)] = result(
             lambda: dense_forest_columns(xp, ids, e.src[rows], e.dst[rows], e.weight[rows]),
-            lambda: dense_forest_table(names, *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight))))
+            lambda: dense_forest_table(host_names(), *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight))))
     written, removed = publish_results(tables, output, compression, check=check_flow_run_going)
     # absolute, as seen by the process that wrote them: the summary names them for the user
     paths = [absolute(path) for path in written]

@@ -639,3 +639,26 @@ def test_a_partitioned_rerun_with_fewer_partitions_and_sets_leaves_no_stale_part
                             "source-set-0/bfs_distances.parquet/part-00000.parquet",
                             "source-set-0/bfs_distances.parquet/part-00001.parquet"]
     assert_distances(out / "source-set-0" / "bfs_distances.parquet", src, dst, [5])
+
+
+@pytest.mark.parametrize("partitions,layout", [(2, "file"), (3, "dataset")])
+def test_ranks_write_with_the_page_writer_the_tables_pyarrow_writes(client, tmp_path, partitions, layout):
+    """`writer="gpu"` on CPU ranks: each rank's parts go to the page writer as its NumPy arrays
+    (tasks.parquet.write.result_files.ResultWriter, the one-partition run's choice), and the
+    results read back as the pyarrow writer's do, in either layout; string ids stay on pyarrow."""
+    path = tricky_dataset(tmp_path / "g")
+    sources = [str(int(read_columns(path)[0][0]))]
+    written = {}
+    for writer in ("host", "gpu"):
+        summary = run_partitioned(str(path), str(tmp_path / writer), partitions, source=sources, writer=writer,
+                                  output_layout=layout, client=client)
+        expected = "host (pyarrow)" if writer == "host" else "gpu page writer on numpy, host snappy"
+        assert summary["writers"] == [expected] * 2
+        written[writer] = [pq.read_table(tmp_path / writer / name) for name in ("bfs_distances.parquet",
+                                                                                 "mst_edges.parquet")]
+    for host, pages in zip(written["host"], written["gpu"]):
+        assert pages.schema.remove_metadata() == host.schema.remove_metadata()
+        assert pages.equals(host.replace_schema_metadata(pages.schema.metadata))
+    names = write_edges(tmp_path / "s.parquet", ["a", "b", "c"], ["b", "c", "a"], [1.0, 2.0, 3.0])
+    summary = run_partitioned(str(names), str(tmp_path / "s"), 2, source=["a"], writer="gpu", client=client)
+    assert summary["writers"] == ["host (pyarrow; the page writer takes no string vertex ids)"] * 2

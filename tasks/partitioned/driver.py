@@ -35,7 +35,9 @@ from tasks.parquet.dataset.plan import InputPlan, plan_input
 from tasks.parquet.publish.publish import (
     publish, publishing, remove_earlier_bfs_results, remove_stale_staging, remove_staging, staging_name,
 )
-from tasks.parquet.write.results import BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, FOREST_RESULT_NAME, LAYOUTS
+from tasks.parquet.write.results import (
+    BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, FOREST_RESULT_NAME, LAYOUTS, WRITERS,
+)
 from tasks.parquet.publish.store_staging import close_staging, open_staging, publish_staged
 from tasks.partitioned.comm_tcp import CommError, comm_timeout, open_endpoint
 from tasks.partitioned.rank import RunSpec, nccl_unique_id, rank_main
@@ -156,7 +158,8 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
                     depth_limit: int | None = None, src_col: str = "src", dst_col: str = "dst",
                     weight_col: str | None = "weight", backend: str | None = None, output_layout: str = "file",
                     compression: str = DEFAULT_COMPRESSION, client=None, timeout: float | None = None,
-                    check=None, filter: str | None = None, reader: str = "auto") -> RunSummary:
+                    check=None, filter: str | None = None, reader: str = "auto",
+                    writer: str = "auto") -> RunSummary:
     """BFS from ``source`` (one search) or ``source_sets`` (one search each) and, if ``forest``,
     the minimum spanning forest of the Parquet edge list ``input`` (with a ``filter``, of the
     rows it keeps: every rank reads through the one plan), over ``partitions`` Dask
@@ -164,12 +167,16 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
     ``output`` as one file each (``output_layout="file"``) or one dataset directory each
     (``"dataset"``), only after every result verified; ``check()``, called just before the first
     result is moved into place, may still refuse (raise). ``reader``: the Parquet reader each
-    rank reads its share with (tasks.parquet.read.reader). Returns the run's summary."""
+    rank reads its share with (tasks.parquet.read.reader); ``writer``: what encodes each rank's
+    parts (auto, gpu or host: tasks.parquet.write.result_files.ResultWriter). Returns the run's
+    summary."""
     started = time.perf_counter()
     if output_layout not in LAYOUTS:
         raise InputError(f"output layout must be one of {', '.join(LAYOUTS)} (got {output_layout!r})")
     if compression not in COMPRESSIONS:
         raise InputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
+    if writer not in WRITERS:  # (the ranks resolve it: auto depends on their backend)
+        raise OutputError(f"unknown Parquet writer {writer!r} (choose from {', '.join(WRITERS)})")
     if depth_limit is not None and depth_limit < 0:
         raise InputError(f"depth limit must be >= 0 (got {depth_limit})")
     searches = source_plan(source, source_sets, required=False)
@@ -186,9 +193,9 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
         count = _requested_partitions(partitions)
         with _own_cluster(None if count == "auto" else count, backend) as own:
             return _drive(own, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
-                          output, output_layout, compression, timeout, started, check, reader)
+                          output, output_layout, compression, timeout, started, check, reader, writer)
     return _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
-                  output, output_layout, compression, timeout, started, check, reader)
+                  output, output_layout, compression, timeout, started, check, reader, writer)
 
 
 def _check_one_gpu_each(client, workers: list[str]) -> None:
@@ -205,7 +212,7 @@ def _check_one_gpu_each(client, workers: list[str]) -> None:
 
 
 def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend, output, layout,
-           compression, timeout, started, check=None, reader="auto") -> RunSummary:
+           compression, timeout, started, check=None, reader="auto", writer="auto") -> RunSummary:
     from distributed.comm import get_address_host
 
     workers = ordered_workers(client)
@@ -241,7 +248,7 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
                        staging=str(stage.staging), layout=layout, compression=compression, source_sets=sets,
                        bfs_results=bfs_results, forest=forest, directed=directed, depth_limit=depth_limit,
                        timeout=comm_timeout() if timeout is None else timeout, kruskal_limit=KRUSKAL_LIMIT,
-                       reader=reader)
+                       reader=reader, writer=writer)
         futures = [client.submit(rank_main, spec, rank, workers=[w], allow_other_workers=False, pure=False,
                                  retries=0, key=f"partitioned-rank-{rank}-{token}")
                    for rank, w in enumerate(workers)]
