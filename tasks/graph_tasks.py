@@ -5,7 +5,8 @@ the flow process fetches (the run's summary). Array-carrying tasks use NO_CACHE:
 would pickle, and on the GPU copy to the host, every array they receive; and no task persists
 its result (the flows persist theirs, the summary, and a task would otherwise inherit that and
 write its arrays to disk).
-Only the Parquet read and writes retry. What the tasks share lives in modules of its own:
+Only the Parquet read and writes retry. The load reads through the run's one input plan, made
+by the flow (tasks.parquet.dataset.plan); what the tasks share lives in modules of its own:
 memory admission (tasks.memory), progress bars (tasks.artifacts.Progress), the source lookup
 (tasks.sources), the writer choice (tasks.parquet.write.result_files.ResultWriter) and the
 summary (tasks.summary).
@@ -39,6 +40,7 @@ from tasks.errors import InputError, OutputError
 from tasks.forest_weight import KRUSKAL_LIMIT, kruskal_check, reported_total
 from tasks.lineage import materializing
 from tasks.memory import check_device_memory, check_host_memory, device_memory_guard
+from tasks.parquet.dataset.plan import InputPlan
 from tasks.parquet.store.locations import absolute, join
 from tasks.parquet.publish.publish import publish_results
 from tasks.parquet.read.reader import read_edges
@@ -110,12 +112,12 @@ def _timed(xp, fn, *args, **kwargs) -> Timed:
     return Timed(out, time.perf_counter() - start)
 
 
-def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None, backend: str | None,
-                  algorithms=("bfs", "msf"), directed: bool = False, filter: str | None = None,
+def prepare_input(plan: InputPlan, backend: str | None, algorithms=("bfs", "msf"), directed: bool = False,
                   reader: str = "auto") -> PreparedEdges:
-    """Read and check the Parquet edge list (with a ``filter``, the rows it keeps) straight into
-    the compute backend's memory, then renumber its ids densely there. A GPU run that cannot fit
-    is refused once the footers are read, before any upload."""
+    """Read and check the planned Parquet edge list (with a filter, the rows it keeps) straight
+    into the compute backend's memory, then renumber its ids densely there. A run that cannot
+    fit is refused by the plan's figures, before any upload."""
+    path = plan.path
     backend = be.resolve(backend)
     xp = be.module(backend)
 
@@ -127,8 +129,7 @@ def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None,
 
     start = time.perf_counter()
     with device_memory_guard(path):
-        table = read_edges(path, src_col, dst_col, weight_col, xp=xp, before_reading=check_memory, filter=filter,
-                           reader=reader)
+        table = read_edges(plan, xp=xp, before_reading=check_memory, reader=reader)
         be.synchronize(xp)
         read_seconds = time.perf_counter() - start
         start = time.perf_counter()
@@ -145,21 +146,21 @@ def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None,
         edges = edge_list(src, dst, weight, int(ids.shape[0]))
         del src, dst
         be.synchronize(xp)
-    return PreparedEdges(edges, be.to_host(ids), names, str(path), skipped, backend, be.device_name(backend),
+    return PreparedEdges(edges, be.to_host(ids), names, path, skipped, backend, be.device_name(backend),
                          edges.self_loops(), read_seconds, time.perf_counter() - start, unit_weights, selection,
                          report)
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False,
       task_run_name=TaskRunName("load"))
-def load_edges(path: str, src_col: str, dst_col: str, weight_col: str | None, backend: str | None,
-               algorithms: tuple = ("bfs", "msf"), directed: bool = False, filter: str | None = None,
+def load_edges(plan: InputPlan, backend: str | None, algorithms: tuple = ("bfs", "msf"), directed: bool = False,
                reader: str = "auto") -> Timed:
-    """The input on the compute backend, renumbered (a PreparedEdges, see prepare_input). The
-    backend and the Parquet reader are resolved here, on the worker that computes."""
-    p = prepare_input(path, src_col, dst_col, weight_col, backend, algorithms, directed, filter, reader)
+    """The input the run planned, on the compute backend, renumbered (a PreparedEdges, see
+    prepare_input). The backend and the Parquet reader are resolved here, on the worker that
+    computes."""
+    p = prepare_input(plan, backend, algorithms, directed, reader)
     logger = get_run_logger()
-    logger.info("read %s edges from %s in %.3f s; reader %s", f"{p.rows:,}", path, p.read_seconds,
+    logger.info("read %s edges from %s in %.3f s; reader %s", f"{p.rows:,}", p.path, p.read_seconds,
                 reader_text(p.reader))
     if p.selection:
         logger.info("%s", filter_text({**p.selection, "edges": p.rows}))

@@ -32,6 +32,7 @@ from kernels.graph import build_graph, edge_list, renumber
 from kernels.msf import minimum_spanning_forest
 from kernels.verify import verify_bfs
 from tasks.errors import DeviceMemoryError, InputError
+from tasks.parquet.dataset.plan import plan_input
 from tasks.partitioned.driver import PartitionFailed, choose_partitions, count_partitions, run_partitioned
 from tests.conftest import REAL_GRAPHS, realgraphs_dir
 from tests.helpers import listing, write_edges
@@ -298,7 +299,7 @@ def one_partition_tables(path: Path, sources: list[str]) -> dict:
     from tasks.sources import dense_sources
     from tasks.parquet.write.tables import dense_bfs_table, dense_forest_table, vertex_names
 
-    prepared = prepare_input(str(path), "src", "dst", "weight", "numpy")
+    prepared = prepare_input(plan_input(str(path)), "numpy")
     graph = build_graph(prepared.edges, False)
     search = bfs(graph, dense_sources(prepared, sources))
     names, e, rows = vertex_names(prepared.names, prepared.ids), prepared.edges, minimum_spanning_forest(prepared.edges).edges
@@ -370,7 +371,7 @@ def test_bad_input_is_refused_with_the_one_partition_runs_message(client, tmp_pa
 
     path = _bad(tmp_path, case)
     with pytest.raises(InputError) as one:
-        read_edges(str(path))
+        read_edges(plan_input(str(path)))
     with pytest.raises(InputError) as three:
         run_partitioned(str(path), str(tmp_path / "out"), 3, client=client)
     assert str(three.value) == str(one.value)
@@ -462,8 +463,9 @@ def test_the_prefect_task_runs_the_ranks_on_the_flows_dask_workers(client, tmp_p
 
     @flow(task_runner=DaskTaskRunner(address=client.scheduler.address))
     def partitioned_flow():
-        auto = decide_partitions.submit(str(path), "auto").result()
-        return auto, partitioned_run.submit(str(path), str(tmp_path / "out"), 3, source=["0"]).result()
+        plan = plan_input(str(path))
+        auto = decide_partitions.submit(plan, "auto").result()
+        return auto, partitioned_run.submit(plan, str(tmp_path / "out"), 3, source=["0"]).result()
 
     auto, summary = partitioned_flow()
     assert auto == 1  # on the CPU, auto keeps one partition
