@@ -16,7 +16,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from flows import mst as mst_cli
 from flows.pipeline import pipeline_flow
-from tasks.errors import InputError
+from tasks.errors import InputError, OutputError
 from tasks.parquet.dataset import discovery, plan as plan_module
 from tasks.parquet.dataset.plan import plan_input
 from tasks.parquet.read.reader import read_edges
@@ -117,6 +117,21 @@ def test_a_flow_called_with_a_path_plans_once(tmp_path, monkeypatch):
                             filter="weight < 4")
     assert summary["edges"] == 6
     assert_once(counts, files)
+    counts = Counts(tmp_path / "edges").install(monkeypatch.setattr)
+    summary = pipeline_flow(str(tmp_path / "edges"), source=[0], output=str(tmp_path / "auto"), partitions="auto")
+    assert summary["edges"] == 7  # (auto keeps one partition on the CPU: the partition count asked the plan)
+    assert_once(counts, files)
+
+
+def test_the_output_check_sees_the_folders_a_filter_kept_out(tmp_path):
+    """The output check asks the plan's walk: a folder the filter did not enter is still one a
+    later run without the filter reads, so results are not written there."""
+    from flows.mst import mst_flow
+
+    write_edges(tmp_path / "edges" / "day=1" / "part-0.parquet", [0, 1], [1, 2], [1.0, 2.0])
+    write_edges(tmp_path / "edges" / "day=2" / "part-0.parquet", [2, 3], [3, 0], [1.0, 2.0])
+    with pytest.raises(OutputError, match="output folder is inside the input dataset"):
+        mst_flow(str(tmp_path / "edges"), output=str(tmp_path / "edges" / "day=2" / "out"), filter="day = 1")
 
 
 def test_a_partitioned_flow_run_plans_once_and_its_ranks_read_through_the_plan(client, tmp_path, monkeypatch):
