@@ -51,6 +51,7 @@ def main(argv=None) -> int:
     from kernels.parquet.batch import decode_pages
     from tasks.parquet.codec import nvcomp_c
     from tasks.parquet.read import page_reader
+    from tasks.parquet.dataset.plan import plan_input
     from tasks.parquet.read.pages import batch_pages, plan_column_chunks, read_chunks_into
     from tasks.parquet.store.filesystem import local
     from tasks.parquet.read.reader import read_edges
@@ -93,11 +94,11 @@ def main(argv=None) -> int:
         name = f"whole read, {reader} reader" + (f", batches of {mib} MiB" if mib else "")
         if mib:
             page_reader.BATCH_BYTES = mib << 20
-        read_edges(args.path, xp=cupy, reader=reader)
+        read_edges(plan_input(args.path), xp=cupy, reader=reader)
         pool.free_all_blocks()
         cupy.cuda.Device().synchronize()
         started = time.perf_counter()
-        edges = read_edges(args.path, xp=cupy, reader=reader)
+        edges = read_edges(plan_input(args.path), xp=cupy, reader=reader)  # (the footers read, as a run does)
         cupy.cuda.Device().synchronize()
         steps[name] = time.perf_counter() - started
         # the pool keeps every block it was given: its size after one read is that read's peak

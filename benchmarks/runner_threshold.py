@@ -29,6 +29,7 @@ from benchmarks.cli_startup import start_server
 from benchmarks.harness import append_records, machine
 from benchmarks.orchestration import code_version
 from flows.runners import resolve_auto
+from tasks.parquet.dataset.plan import plan_input
 
 RUNNERS = ("threads", "dask", "auto")
 
@@ -75,7 +76,7 @@ def main(argv=None) -> int:
             fastest = min(seconds["threads"], seconds["dask"])
             record = {"algo": "runner-threshold", "graph": f"kron:{scale}", "edges": int(src.shape[0]),
                       "flow": "pipeline, 2 source sets", **{f"{k}_seconds": round(v, 2) for k, v in seconds.items()},
-                      "runs": runs, "auto_chose": resolve_auto("auto", graph),
+                      "runs": runs, "auto_chose": resolve_auto("auto", plan_input(graph)),
                       "auto_over_fastest": round(seconds["auto"] / fastest, 3), "load_average_per_repeat": loads,
                       "dask_workers": int(os.environ.get("GRAPH_DASK_WORKERS") or min(4, os.cpu_count() or 1)),
                       "repeat": args.repeat, "load_average": [round(x, 2) for x in os.getloadavg()],

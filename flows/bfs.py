@@ -22,7 +22,7 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName, Writer,
-    VertexId, check_filter, finish, partition_count, run_paths,
+    VertexId, check_filter, finish, partition_count, run_paths, run_plan,
 )
 from flows.runners import ChosenAtRunStart
 from tasks.graph_tasks import (
@@ -61,29 +61,28 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
         output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
         filter: Keep only the rows this expression passes, e.g. "day >= '2026-11-01' and weight > 0.5": hive partition folders (key=value) and data columns; see docs/inputs.md#filters.
         reader: Parquet reader: gpu (the page reader on the compute backend: a GPU, else NumPy), host (pyarrow), or auto (gpu where CuPy and nvCOMP are usable, else host).
-        writer: Parquet writer of the results: gpu (the page writer on the compute backend: a GPU, else NumPy; string ids stay on pyarrow), host (pyarrow), or auto (gpu on a GPU with nvCOMP, else host). Partitioned runs write with pyarrow.
+        writer: Parquet writer of the results: gpu (the page writer on the compute backend: a GPU, else NumPy; string ids stay on pyarrow), host (pyarrow), or auto (gpu on a GPU with nvCOMP, else host); every rank of a partitioned run writes its parts the same way.
     """
     started = time.perf_counter()
     input, output = run_paths(input, output)
     check_filter(filter)
-    plan = source_plan(source, source_sets)
-    outputs = plan.directories(output)
-    count = partition_count("bfs", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
-                            algorithms=("bfs",), directed=directed, filter=filter)
+    sources = source_plan(source, source_sets)
+    outputs = sources.directories(output)
+    plan = run_plan("bfs", input, src_col, dst_col, None, filter)
+    count = partition_count("bfs", plan, partitions, backend=backend, algorithms=("bfs",), directed=directed)
     results = [join(o, BFS_RESULT_NAME) for o in outputs]
-    check_output_paths(input, results, directories=count > 1)
+    check_output_paths(plan, results, directories=count > 1)
     if count > 1:
         run = partitioned_runner(results, input)
-        summary = run.submit(input, output, count, source=source, source_sets=source_sets, forest=False,
-                             directed=directed, depth_limit=depth_limit, src_col=src_col, dst_col=dst_col,
-                             weight_col=None, backend=backend, output_layout=output_layout,
-                             compression=compression, filter=filter, reader=reader)
+        summary = run.submit(plan, output, count, source=source, source_sets=source_sets, forest=False,
+                             directed=directed, depth_limit=depth_limit, backend=backend,
+                             output_layout=output_layout, compression=compression, reader=reader, writer=writer)
         return finish("bfs", input, summary, started, [summary])
-    prepared = load_edges.submit(input, src_col, dst_col, None, backend, ("bfs",), directed, filter, reader)
+    prepared = load_edges.submit(plan, backend, ("bfs",), directed, reader)
     graph = build_csr.submit(prepared, directed)
-    searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), plan.sets, unmapped(depth_limit),
-                                        plan.keys)
-    checks = validate_bfs.map(unmapped(prepared), searches, unmapped(directed), unmapped(depth_limit), plan.keys)
+    searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), sources.sets, unmapped(depth_limit),
+                                        sources.keys)
+    checks = validate_bfs.map(unmapped(prepared), searches, unmapped(directed), unmapped(depth_limit), sources.keys)
     write = results_writer(results, input)
     summary = write.submit(prepared, searches, outputs, output=output, compression=compression, graph=graph,
                            checks=checks, writer=writer)

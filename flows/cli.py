@@ -93,7 +93,7 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
     from prefect import tags
     from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    from flows.common import TAGS
+    from flows.common import TAGS, command_plan, handed_over
     from flows.runners import cluster_started_early, resolve_auto, task_runner
     from tasks.cluster import cpu_workers
     from tasks.report import describe
@@ -109,8 +109,10 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
     if args.partitions != "auto" and args.partitions > 1:
         # a CPU cluster of this machine gets a worker per partition (a GPU cluster has one per GPU)
         environment["GRAPH_DASK_WORKERS"] = str(max(cpu_workers(), args.partitions))
+    # the run's one plan of its input, made here when auto needs its edge count (else by the flow)
+    plan = command_plan(kind, params) if runner_kind == "auto" and not args.dask_address else None
     with inherited_environment(environment):  # auto counts the workers of the cluster this backend gets
-        runner = task_runner(resolve_auto(runner_kind, args.input, args.filter), args.dask_address)
+        runner = task_runner(resolve_auto(runner_kind, plan), args.dask_address)
     # a command-line run is watched by its caller: no heartbeat thread (it costs ~1 s per run)
     settings = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
     if server is not None:
@@ -118,7 +120,7 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
     with temporary_settings(updates=settings), inherited_environment(environment), tags(*TAGS, kind, "cli"):
         progress = None if args.verbose else StageLines(interrupts.noted_run)  # (--verbose: Prefect's log)
         try:
-            with cluster_started_early(runner):  # its workers start while Prefect creates the flow run
+            with handed_over(plan), cluster_started_early(runner):  # workers start while Prefect creates the run
                 # (note_run: the run a signal stops is marked Cancelled on the server)
                 state = flow.with_options(task_runner=runner, on_running=[interrupts.note_run])(**params,
                                                                                              return_state=True)

@@ -1,11 +1,12 @@
-"""What the three flows share: parameter types, run names, output locations, the partition
-count, and the end of a run."""
+"""What the three flows share: parameter types, run names, output locations, the run's one
+input plan, the partition count, and the end of a run."""
 from __future__ import annotations
 
 import asyncio
 import os
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal, Union
@@ -22,6 +23,7 @@ from tasks.errors import InputError
 from tasks.parameters import BACKENDS
 from tasks.parquet.store import locations
 from tasks.parquet.dataset.filters import parse as parse_filter
+from tasks.parquet.dataset.plan import InputPlan, plan_input
 from tasks.parquet.write.results import COMPRESSIONS, LAYOUTS, WRITERS
 from tasks.partitioned_tasks import decide_partitions
 from tasks.report import RunSummary, describe, input_stem
@@ -116,17 +118,70 @@ class RunName:
         return f"{self.kind}-{input_stem(flow_run.parameters.get('input', 'input'))}"
 
 
-def partition_count(kind: str, input: str, partitions: int | str, **options) -> int:
-    """How many partitions the run uses: 1 (the one-partition recipe) when 1 was asked for,
-    else tasks.partitioned_tasks.decide_partitions's answer (``auto`` may give 1); an input it refuses
-    fails the run as a failed load would."""
+# Plans the command line made before it chose the task runner (flows.runners.resolve_auto counts
+# the input's edges), keyed by what they plan (input_key): the flow run it starts takes its own
+# (run_plan) instead of walking the input and reading its footers again.
+_HANDED_OVER: dict[tuple, InputPlan] = {}
+
+
+def input_key(input: str, src_col: str, dst_col: str, weight_col: str | None, filter: str | None) -> tuple:
+    """What a plan plans: the input's absolute path (run_paths), the columns read and the filter."""
+    return input, src_col, dst_col, weight_col, filter
+
+
+def command_plan(kind: str, params: dict) -> InputPlan | None:
+    """The plan the flow ``kind`` makes of its parameters ``params`` (the command line's), or
+    None when the input is refused: the run then names the problem (run_plan), as it would
+    without a plan made here."""
+    try:
+        input, _ = run_paths(params["input"], params.get("output"))
+        return plan_input(input, params["src_col"], params["dst_col"], params.get("weight_col"),
+                          filter=params.get("filter"))
+    except Exception:
+        return None
+
+
+@contextmanager
+def handed_over(plan: InputPlan | None):
+    """While the command line's flow run goes, ``plan`` (command_plan's) is the one its flow
+    takes; one it did not take is dropped on the way out."""
+    if plan is None:
+        yield
+        return
+    key = input_key(plan.path, plan.src_col, plan.dst_col, plan.weight_col, plan.filter)
+    _HANDED_OVER[key] = plan
+    try:
+        yield
+    finally:
+        _HANDED_OVER.pop(key, None)
+
+
+def run_plan(kind: str, input: str, src_col: str, dst_col: str, weight_col: str | None,
+             filter: str | None) -> InputPlan:
+    """The run's one plan of its input (tasks.parquet.dataset.plan: one walk, one footer read
+    per file), handed to every step that asks about the input: the command line's (handed_over),
+    else made now. An input it refuses fails the run, published as a failed load is."""
+    plan = _HANDED_OVER.pop(input_key(input, src_col, dst_col, weight_col, filter), None)
+    if plan is not None:
+        return plan
+    try:
+        return plan_input(input, src_col, dst_col, weight_col, filter=filter)
+    except Exception as exc:
+        publish_failure(kind, input, exc)
+        raise
+
+
+def partition_count(kind: str, plan: InputPlan, partitions: int | str, **options) -> int:
+    """How many partitions the run of ``plan`` uses: 1 (the one-partition recipe) when 1 was
+    asked for, else tasks.partitioned_tasks.decide_partitions's answer (``auto`` may give 1);
+    an input it refuses fails the run as a failed load would."""
     if partitions == 1:
         return 1
-    decision = decide_partitions.submit(input, partitions, **options)
+    decision = decide_partitions.submit(plan, partitions, **options)
     try:
         return decision.result()
     except Exception as exc:
-        publish_failure(kind, input, exc)
+        publish_failure(kind, plan.path, exc)
         raise
 
 

@@ -17,7 +17,7 @@ from prefect import flow
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, OutputLayout, Partitions, RunName, Writer, finish,
-    check_filter, partition_count, run_paths,
+    check_filter, partition_count, run_paths, run_plan,
 )
 from flows.runners import ChosenAtRunStart
 from tasks.graph_tasks import (
@@ -50,22 +50,21 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
         output_layout: With several partitions, each result as one file, or as a dataset directory of one part per partition.
         filter: Keep only the rows this expression passes, e.g. "day >= '2026-11-01' and weight > 0.5": hive partition folders (key=value) and data columns; see docs/inputs.md#filters.
         reader: Parquet reader: gpu (the page reader on the compute backend: a GPU, else NumPy), host (pyarrow), or auto (gpu where CuPy and nvCOMP are usable, else host).
-        writer: Parquet writer of the results: gpu (the page writer on the compute backend: a GPU, else NumPy; string ids stay on pyarrow), host (pyarrow), or auto (gpu on a GPU with nvCOMP, else host). Partitioned runs write with pyarrow.
+        writer: Parquet writer of the results: gpu (the page writer on the compute backend: a GPU, else NumPy; string ids stay on pyarrow), host (pyarrow), or auto (gpu on a GPU with nvCOMP, else host); every rank of a partitioned run writes its parts the same way.
     """
     started = time.perf_counter()
     input, output = run_paths(input, output)
     check_filter(filter)
-    count = partition_count("mst", input, partitions, backend=backend, src_col=src_col, dst_col=dst_col,
-                            weight_col=weight_col, algorithms=("msf",), filter=filter)
+    plan = run_plan("mst", input, src_col, dst_col, weight_col, filter)
+    count = partition_count("mst", plan, partitions, backend=backend, algorithms=("msf",))
     results = [join(output, FOREST_RESULT_NAME)]
-    check_output_paths(input, results, directories=count > 1)
+    check_output_paths(plan, results, directories=count > 1)
     if count > 1:
         run = partitioned_runner(results, input)
-        summary = run.submit(input, output, count, forest=True, src_col=src_col, dst_col=dst_col,
-                             weight_col=weight_col, backend=backend, output_layout=output_layout,
-                             compression=compression, filter=filter, reader=reader)
+        summary = run.submit(plan, output, count, forest=True, backend=backend, output_layout=output_layout,
+                             compression=compression, reader=reader, writer=writer)
         return finish("mst", input, summary, started, [summary])
-    prepared = load_edges.submit(input, src_col, dst_col, weight_col, backend, ("msf",), filter=filter, reader=reader)
+    prepared = load_edges.submit(plan, backend, ("msf",), reader=reader)
     forest = spanning_forest.submit(prepared)
     check = validate_forest.submit(prepared, forest)
     write = results_writer(results, input)

@@ -10,7 +10,8 @@
   on their PYTHONPATH and PREFECT_API_URL pointing at the same server as the flow.
 - ``auto`` (the command line's default): threads below ``dask_min_edges()`` input edges, Dask
   above when the machine has workers enough to give Dask (several GPUs, or at least
-  ``MIN_CPU_WORKERS`` CPU workers), decided from the Parquet footers before the run starts.
+  ``MIN_CPU_WORKERS`` CPU workers), decided from the run's input plan (the Parquet footers),
+  made before the run starts and handed to it (flows.common.handed_over).
 
 The environment picks the default (deployments set it per work pool or job):
 GRAPH_TASK_RUNNER=dask|threads, GRAPH_DASK_ADDRESS, GRAPH_DASK_WORKERS (LocalCluster size),
@@ -167,35 +168,14 @@ def cluster_started_early(runner):
         runner.discard_early_cluster()
 
 
-def edge_count(path: str, filter: str | None = None) -> int | None:
-    """Input rows according to the Parquet footers (no data is read), or None when they cannot
-    be read: the load task then reports what is wrong with the input. The files are those the
-    load reads (tasks.parquet.dataset.discovery.dataset_files): pyarrow.dataset would take a README beside the
-    parts for one and fail, and the count of a large graph would be unknown. With a filter, the
-    files of the partition folders it keeps (their rows, before its data columns are asked)."""
-    import pyarrow.parquet as pq
-
-    from tasks.parquet.dataset.discovery import dataset_files
-    from tasks.parquet.store.filesystem import resolve
-    from tasks.parquet.dataset.selection import Selection
-
-    try:
-        fs, root = resolve(path)
-        keep_folder = Selection(filter, root).keep_folder if filter is not None else None
-        return sum(pq.read_metadata(fs.arrow_path(f), filesystem=fs.arrow).num_rows
-                   for f in dataset_files(path, keep_folder)[0])
-    except Exception:  # any unreadable input: the load task names the problem
-        return None
-
-
-def resolve_auto(kind: str, path: str, filter: str | None = None) -> str:
-    """``auto``: Dask for graphs of at least dask_min_edges() edges (the rows of the files a
-    filter's partition values keep) when this machine has workers enough to give it (several
-    GPUs; on the CPU, MIN_CPU_WORKERS); threads otherwise."""
+def resolve_auto(kind: str, plan=None) -> str:
+    """``auto``: Dask for graphs of at least dask_min_edges() edges (the rows of the run's input
+    plan, tasks.parquet.dataset.plan.InputPlan: with a filter, the rows it keeps) when this
+    machine has workers enough to give it (several GPUs; on the CPU, MIN_CPU_WORKERS); threads
+    otherwise, and without a plan (an input the run will refuse: its load names the problem)."""
     if kind != "auto":
         return kind
-    edges = edge_count(path, filter)
-    if edges is None or edges < dask_min_edges():
+    if plan is None or plan.rows < dask_min_edges():
         return "threads"
     enough = 2 if be.resolve(None) == "cupy" else MIN_CPU_WORKERS
     return "dask" if cluster.local_workers() >= enough else "threads"

@@ -7,11 +7,14 @@ run, started whole). Below them, without Prefect:
 - ``lineage``: a run's results as Prefect assets;
 - ``partitioned/``: the partitioned driver, the rank program and the communicators (TCP, NCCL);
 - ``cluster``: the Dask cluster of this machine;
+- ``memory``: memory admission (a graph refused before it is uploaded or decoded);
+- ``sources``: a one-partition run's BFS sources as dense vertex numbers;
+- ``summary``: a one-partition run's summary, from its tasks' products;
 - ``report``: the run's summary type (RunSummary) and the text of every report;
 - ``forest_weight``: a forest's total weight, shown and compared exactly;
 - ``parameters``, ``settings``, ``errors``: what a run can be asked, the GRAPH_* settings, the
   errors a user can act on; ``stopping``: a stop asked of this process by a signal.
 
-``artifacts`` sends the run's artifacts to the Prefect server, and ``pickling`` makes the tasks
+``artifacts`` sends the run's artifacts (progress bars included) to the Prefect server, and ``pickling`` makes the tasks
 pickle by reference for Dask.
 """

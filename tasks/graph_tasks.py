@@ -5,7 +5,11 @@ the flow process fetches (the run's summary). Array-carrying tasks use NO_CACHE:
 would pickle, and on the GPU copy to the host, every array they receive; and no task persists
 its result (the flows persist theirs, the summary, and a task would otherwise inherit that and
 write its arrays to disk).
-Only the Parquet read and writes retry.
+Only the Parquet read and writes retry. The load reads through the run's one input plan, made
+by the flow (tasks.parquet.dataset.plan); what the tasks share lives in modules of its own:
+memory admission (tasks.memory), progress bars (tasks.artifacts.Progress), the source lookup
+(tasks.sources), the writer choice (tasks.parquet.write.result_files.ResultWriter) and the
+summary (tasks.summary).
 
 Artifacts: the flow publishes the run's summary (tasks.artifacts.publish_summary, a table, the
 first thing in the run's Artifacts tab); tasks publish per-level BFS and per-round Boruvka tables
@@ -15,42 +19,43 @@ not overwrite each other."""
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 from prefect import Task, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
+from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from kernels import backend as be
 from kernels.bfs import BFSResult, bfs
-from kernels.footprint import gpu_bytes, host_bytes
 from kernels.structures import UNIT_WEIGHT
 from kernels.graph import EdgeList, Graph, build_graph, edge_list, renumber
 from kernels.msf import MSFResult, minimum_spanning_forest
 from kernels.verify import verify_bfs, verify_forest
-from tasks import artifacts, settings, stopping
-from tasks.errors import DeviceMemoryError, HostMemoryError, InputError, OutputError
+from tasks import artifacts, stopping
+from tasks.artifacts import Progress
+from tasks.errors import InputError, OutputError
 from tasks.forest_weight import KRUSKAL_LIMIT, kruskal_check, reported_total
 from tasks.lineage import materializing
-from tasks.parquet.read.checks import integer_vertex_id
+from tasks.memory import check_device_memory, check_host_memory, device_memory_guard
+from tasks.parquet.dataset.plan import InputPlan
 from tasks.parquet.store.locations import absolute, join
-from tasks.parquet.write.page_writer import refusal
 from tasks.parquet.publish.publish import publish_results
 from tasks.parquet.read.reader import read_edges
 from tasks.parquet.write.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_RESULT_NAME
 from tasks.parquet.write.tables import (
     dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table, vertex_names,
 )
-from tasks.parquet.write.result_files import resolve_writer, written_by
+from tasks.parquet.write.result_files import ResultWriter
 from tasks.pickling import pickle_by_reference
 from tasks.report import (
     RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, count, direction_summary, filter_text,
-    msf_rounds_markdown, reader_text, run_summary, search_label,
+    msf_rounds_markdown, reader_text, search_label,
 )
+from tasks.sources import dense_sources
+from tasks.summary import summarize
 
 
 @dataclass
@@ -107,95 +112,12 @@ def _timed(xp, fn, *args, **kwargs) -> Timed:
     return Timed(out, time.perf_counter() - start)
 
 
-@contextmanager
-def device_memory_guard(path: str, edges: int | None = None):
-    """Turn CuPy's out-of-memory error into one line that says what to do."""
-    try:
-        yield
-    except Exception as exc:
-        if type(exc).__name__ != "OutOfMemoryError":
-            raise
-        on = f" on {edges} edges" if edges is not None else ""
-        raise DeviceMemoryError(
-            f"{path}: the GPU ran out of memory{on} ({exc}); "
-            "rerun with --backend numpy (GRAPH_BACKEND=numpy) to compute on the CPU"
-        ) from None
-
-
-def check_device_memory(path: str, edges: int, vertices: int | None = None, weight_dtype=np.float64,
-                        algorithms=("bfs", "msf"), directed: bool = False) -> None:
-    """Refuse, before any upload, a graph whose working set exceeds the GPU's free memory
-    (kernels/footprint.py counts it array by array; ``vertices`` is an upper bound, from the
-    footers' id range when they have one)."""
-    weight_bytes = np.dtype(weight_dtype).itemsize if weight_dtype is not None else 0
-    needed = gpu_bytes(edges, vertices, weight_bytes, algorithms, directed)
-    free = be.device_memory_free()
-    if needed > free:
-        raise DeviceMemoryError(
-            f"{path}: {edges} edges need about {needed / 2**30:.2f} GiB of GPU memory, "
-            f"{free / 2**30:.2f} GiB is free; rerun with --backend numpy (GRAPH_BACKEND=numpy) "
-            "to compute on the CPU"
-        )
-
-
-def _bytes(n: int) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{n} bytes"
-
-
-def check_host_memory(path: str, edges: int, algorithms=("bfs", "msf")) -> None:
-    """Refuse, before any column is decoded, a NumPy run whose measured peak per edge
-    (kernels/footprint.py host_bytes) exceeds the memory it may take: GRAPH_HOST_MEMORY_LIMIT
-    bytes where set, else what the host (or its container) has available."""
-    limit = settings.whole_number("GRAPH_HOST_MEMORY_LIMIT", 0)
-    available = limit or be.host_memory_available()
-    needed = host_bytes(edges, algorithms)
-    if available is not None and needed > available:
-        where = "GRAPH_HOST_MEMORY_LIMIT allows" if limit else "is available"
-        raise HostMemoryError(
-            f"{path}: {edges:,} edges need about {_bytes(needed)} of host memory, "
-            f"{_bytes(available)} {where}; run on a GPU (--backend cupy), split the graph "
-            "over workers (--partitions N), or on a machine with more memory"
-        )
-
-
-class Progress:
-    """A progress artifact in the UI, for graphs of at least PROGRESS_MIN_EDGES edges; updated
-    at most every UPDATE_SECONDS so that fast GPU levels do not wait on the API. It is created
-    by the first update due, so a step done within UPDATE_SECONDS publishes one artifact at 100%
-    with one API call instead of two (each call costs a task ~10-40 ms of a loaded server)."""
-
-    UPDATE_SECONDS = 0.5
-
-    def __init__(self, key: str, edges: int, title: str):
-        self.key, self.title, self.artifact = key, title, None
-        self.wanted = edges >= settings.whole_number("GRAPH_PROGRESS_MIN_EDGES", 1_000_000)
-        self.last = time.monotonic()
-
-    def update(self, percent: float, description: str, final: bool = False) -> None:
-        if not self.wanted or (not final and time.monotonic() - self.last < self.UPDATE_SECONDS):
-            return
-        percent, description = min(100.0, percent), f"{self.title}: {description}"
-        if self.artifact is None:
-            self.artifact = artifacts.publish(create_progress_artifact, percent, key=self.key, description=description)
-        else:
-            artifacts.publish(_update_progress, self.artifact, percent, description)
-        self.last = time.monotonic()
-
-
-def _update_progress(created, percent: float, description: str) -> None:
-    """A progress artifact's update, published after its creation: the id is there by then."""
-    update_progress_artifact(created.result(), percent, description=description)
-
-
-def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None, backend: str | None,
-                  algorithms=("bfs", "msf"), directed: bool = False, filter: str | None = None,
+def prepare_input(plan: InputPlan, backend: str | None, algorithms=("bfs", "msf"), directed: bool = False,
                   reader: str = "auto") -> PreparedEdges:
-    """Read and check the Parquet edge list (with a ``filter``, the rows it keeps) straight into
-    the compute backend's memory, then renumber its ids densely there. A GPU run that cannot fit
-    is refused once the footers are read, before any upload."""
+    """Read and check the planned Parquet edge list (with a filter, the rows it keeps) straight
+    into the compute backend's memory, then renumber its ids densely there. A run that cannot
+    fit is refused by the plan's figures, before any upload."""
+    path = plan.path
     backend = be.resolve(backend)
     xp = be.module(backend)
 
@@ -207,8 +129,7 @@ def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None,
 
     start = time.perf_counter()
     with device_memory_guard(path):
-        table = read_edges(path, src_col, dst_col, weight_col, xp=xp, before_reading=check_memory, filter=filter,
-                           reader=reader)
+        table = read_edges(plan, xp=xp, before_reading=check_memory, reader=reader)
         be.synchronize(xp)
         read_seconds = time.perf_counter() - start
         start = time.perf_counter()
@@ -225,21 +146,21 @@ def prepare_input(path: str, src_col: str, dst_col: str, weight_col: str | None,
         edges = edge_list(src, dst, weight, int(ids.shape[0]))
         del src, dst
         be.synchronize(xp)
-    return PreparedEdges(edges, be.to_host(ids), names, str(path), skipped, backend, be.device_name(backend),
+    return PreparedEdges(edges, be.to_host(ids), names, path, skipped, backend, be.device_name(backend),
                          edges.self_loops(), read_seconds, time.perf_counter() - start, unit_weights, selection,
                          report)
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False,
       task_run_name=TaskRunName("load"))
-def load_edges(path: str, src_col: str, dst_col: str, weight_col: str | None, backend: str | None,
-               algorithms: tuple = ("bfs", "msf"), directed: bool = False, filter: str | None = None,
+def load_edges(plan: InputPlan, backend: str | None, algorithms: tuple = ("bfs", "msf"), directed: bool = False,
                reader: str = "auto") -> Timed:
-    """The input on the compute backend, renumbered (a PreparedEdges, see prepare_input). The
-    backend and the Parquet reader are resolved here, on the worker that computes."""
-    p = prepare_input(path, src_col, dst_col, weight_col, backend, algorithms, directed, filter, reader)
+    """The input the run planned, on the compute backend, renumbered (a PreparedEdges, see
+    prepare_input). The backend and the Parquet reader are resolved here, on the worker that
+    computes."""
+    p = prepare_input(plan, backend, algorithms, directed, reader)
     logger = get_run_logger()
-    logger.info("read %s edges from %s in %.3f s; reader %s", f"{p.rows:,}", path, p.read_seconds,
+    logger.info("read %s edges from %s in %.3f s; reader %s", f"{p.rows:,}", p.path, p.read_seconds,
                 reader_text(p.reader))
     if p.selection:
         logger.info("%s", filter_text({**p.selection, "edges": p.rows}))
@@ -248,27 +169,6 @@ def load_edges(path: str, src_col: str, dst_col: str, weight_col: str | None, ba
     logger.info("renumbered: %s vertices, %s edges (%s self-loops) on %s in %.3f s", f"{p.edges.n:,}",
                 f"{p.rows:,}", f"{p.self_loops:,}", p.device, p.renumber_seconds)
     return Timed(p, p.read_seconds + p.renumber_seconds)
-
-
-def dense_sources(p: PreparedEdges, sources: list) -> np.ndarray:
-    """Dense vertex numbers of the user's source ids; every one must be a vertex of the graph."""
-    ids = p.ids
-    if not sources:
-        raise InputError(f"{p.path}: a BFS source set is empty")
-    found = []
-    for s in sources:
-        if p.names is not None:
-            code = p.names.index(str(s)).as_py()
-            dense = int(np.searchsorted(ids, code)) if code >= 0 else -1
-            ok = code >= 0 and dense < ids.shape[0] and ids[dense] == code
-        else:
-            value = integer_vertex_id(p.path, s)
-            dense = int(np.searchsorted(ids, value))
-            ok = dense < ids.shape[0] and int(ids[dense]) == value
-        if not ok:
-            raise InputError(f"{p.path}: source {s!r} is not a vertex of the graph")
-        found.append(dense)
-    return np.array(found, dtype=np.int64)
 
 
 @task(cache_policy=NO_CACHE, persist_result=False, task_run_name=TaskRunName("csr"))
@@ -414,41 +314,39 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     check in ``checks`` passed, and returns the run's summary (summarize), the one product the
     flow process fetches. The run's last task: the artifacts its process published are on the
     server before it ends (tasks/artifacts.py says how other workers' are). ``writer``: auto,
-    gpu or host (tasks.parquet.write.result_files.resolve_writer); with gpu the results go to the page writer
-    as the compute backend's arrays, except files the page writer does not take (string ids)."""
+    gpu or host (tasks.parquet.write.result_files.ResultWriter); with gpu the results go to the page
+    writer as the compute backend's arrays, except files the page writer does not take (string ids)."""
     p: PreparedEdges = prepared.value
     start = time.perf_counter()
     xp = be.module(p.backend)
-    pages = resolve_writer(writer, xp) == "gpu"
-    ids = xp.asarray(p.ids) if pages and p.names is None else None
+    encoder = ResultWriter.resolve(writer, xp, compression)
+    ids = xp.asarray(p.ids) if encoder.pages and p.names is None else None
+    refused = "string vertex ids" if p.names is not None else None  # the page writer takes integer ids
     names = None
     writers = []
 
     def result(columns, table):
         """The page writer's ResultColumns (``columns()``) where it takes them, else the table."""
+        chosen, by = encoder.choose(columns, table, refused)
+        writers.append(by)
+        return chosen
+
+    def host_names():
         nonlocal names
-        reason = "string vertex ids" if pages and p.names is not None else None
-        if pages and reason is None:
-            built = columns()
-            reason = refusal(built.schema)
-            if reason is None:
-                writers.append(written_by(built, compression))
-                return built
-        writers.append("host (pyarrow" + (f"; the page writer takes no {reason})" if reason else ")"))
         names = vertex_names(p.names, p.ids) if names is None else names
-        return table()
+        return names
 
     tables = {}
     for s, o in zip(searches, outputs):
         r = s.value.result
         tables[join(o, BFS_RESULT_NAME)] = result(
             lambda: dense_bfs_columns(xp, ids, r.distance, r.predecessor),
-            lambda: dense_bfs_table(names, be.to_host(r.distance), be.to_host(r.predecessor)))
+            lambda: dense_bfs_table(host_names(), be.to_host(r.distance), be.to_host(r.predecessor)))
     if forest is not None:
         rows, e = forest.value.edges, p.edges  # an edge's index is its input row
         tables[join(output, FOREST_RESULT_NAME)] = result(
             lambda: dense_forest_columns(xp, ids, e.src[rows], e.dst[rows], e.weight[rows]),
-            lambda: dense_forest_table(names, *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight))))
+            lambda: dense_forest_table(host_names(), *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight))))
     written, removed = publish_results(tables, output, compression, check=check_flow_run_going)
     # absolute, as seen by the process that wrote them: the summary names them for the user
     paths = [absolute(path) for path in written]
@@ -487,34 +385,6 @@ def check_flow_run_going() -> None:
         state = client.read_flow_run(flow_run.get_id()).state
     if state is not None and (state.is_final() or state.is_cancelling()):
         raise stopping.Stopped(f"the flow run ended ({state.name}: {state.message}) before its results were published")
-
-
-def summarize(p: PreparedEdges, graph: Timed | None, searches: list, forest: Timed | None, checks: list,
-              outputs: list[str], write_seconds: float) -> RunSummary:
-    """The run's figures (tasks.report.RunSummary), small enough to return to the flow: sizes,
-    BFS levels per source set and GTEPS (Graph500: input edges inside the searched component,
-    per second), the forest's size and weight, Boruvka rounds and edges/s, and the seconds of
-    every stage."""
-    figures: dict = {}
-    seconds = {"load": p.read_seconds, "prepare": p.renumber_seconds}
-    if searches:
-        results = [s.value.result for s in searches]
-        traversed = sum(int((r.distance[p.edges.src] >= 0).sum()) for r in results)
-        bfs_seconds = sum(s.seconds for s in searches)
-        figures.update(source_sets=len(searches), sources=sum(len(s.value.sources) for s in searches),
-                       reached=[int((r.distance >= 0).sum()) for r in results], levels=[r.levels for r in results],
-                       gteps=round(traversed / bfs_seconds / 1e9, 4) if bfs_seconds > 0 else None)
-        seconds.update(csr=graph.seconds, bfs=bfs_seconds)
-    if forest is not None:
-        f = forest.value
-        figures.update(forest_edges=int(f.edges.shape[0]), forest_weight=reported_total(p.edges.weight[f.edges]),
-                       components=f.components, rounds=f.rounds, **({"unit_weights": True} if p.unit_weights else {}),
-                       edges_per_second=round(p.rows / forest.seconds) if forest.seconds > 0 else None)
-        seconds["msf"] = forest.seconds
-    seconds.update(validate=sum(c.seconds for c in checks), write=write_seconds)
-    figures.update(p.selection or {})
-    return run_summary(input=p.path, backend=p.backend, device=p.device, vertices=p.edges.n, edges=p.rows,
-                       self_loops=p.self_loops, seconds=seconds, outputs=outputs, reader=p.reader, **figures)
 
 
 pickle_by_reference(globals())  # tasks/pickling.py: Dask sends the functions by name

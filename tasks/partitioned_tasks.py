@@ -11,6 +11,7 @@ from prefect.cache_policies import NO_CACHE
 from tasks import artifacts
 from tasks.graph_tasks import check_flow_run_going
 from tasks.lineage import materializing
+from tasks.parquet.dataset.plan import InputPlan
 from tasks.partitioned.driver import count_partitions, run_partitioned
 from tasks.pickling import pickle_by_reference
 from tasks.report import (
@@ -23,8 +24,8 @@ RUN_OPTIONS = dict(cache_policy=NO_CACHE, persist_result=False, task_run_name=Ta
 
 
 @task(**RUN_OPTIONS)
-def partitioned_run(input: str, output: str, partitions=2, **options) -> RunSummary:
-    """A whole partitioned run (see run_partitioned); publishes the validation reports as the
+def partitioned_run(plan: InputPlan, output: str, partitions=2, **options) -> RunSummary:
+    """A whole partitioned run of the planned input (see run_partitioned); publishes the validation reports as the
     one-partition run's tasks do (bfs-validation[-source-set-K], msf-validation) and returns the
     summary without them. On a Dask worker this task leaves its worker thread while the ranks
     run, so a rank can run on its worker too; elsewhere (threads runner) the run starts its own
@@ -34,10 +35,10 @@ def partitioned_run(input: str, output: str, partitions=2, **options) -> RunSumm
     try:
         distributed.get_worker()
     except ValueError:
-        summary = run_partitioned(input, output, partitions, check=check_flow_run_going, **options)
+        summary = run_partitioned(plan, output, partitions, check=check_flow_run_going, **options)
     else:
         with distributed.worker_client() as client:
-            summary = run_partitioned(input, output, partitions, client=client, check=check_flow_run_going,
+            summary = run_partitioned(plan, output, partitions, client=client, check=check_flow_run_going,
                                       **options)
     validate_seconds = summary.get("validate_seconds", 0.0)
     keyed = options.get("source_sets") is not None
@@ -79,21 +80,20 @@ def partitioned_runner(results: list, input: str) -> Task:
 
 
 @task(cache_policy=NO_CACHE, persist_result=False, task_run_name=TaskRunName("partitions"))
-def decide_partitions(input: str, partitions="auto", backend: str | None = None, src_col: str = "src",
-                      dst_col: str = "dst", weight_col: str | None = None, algorithms: tuple = ("bfs", "msf"),
-                      directed: bool = False, filter: str | None = None) -> int:
-    """How many partitions the run will use (count_partitions, asked of the task runner's
-    cluster when this task runs on a Dask worker): 1 means the one-partition recipe."""
+def decide_partitions(plan: InputPlan, partitions="auto", backend: str | None = None,
+                      algorithms: tuple = ("bfs", "msf"), directed: bool = False) -> int:
+    """How many partitions the run of the planned input will use (count_partitions, asked of
+    the task runner's cluster when this task runs on a Dask worker): 1 means the one-partition
+    recipe."""
     import distributed
 
-    options = dict(backend=backend, src_col=src_col, dst_col=dst_col, weight_col=weight_col, algorithms=algorithms,
-                   directed=directed, filter=filter)
+    options = dict(backend=backend, algorithms=algorithms, directed=directed)
     try:
         distributed.get_worker()
     except ValueError:
-        return count_partitions(input, partitions, **options)
+        return count_partitions(plan, partitions, **options)
     with distributed.worker_client() as client:
-        return count_partitions(input, partitions, client=client, **options)
+        return count_partitions(plan, partitions, client=client, **options)
 
 
 pickle_by_reference(globals())  # tasks/pickling.py: Dask sends the functions by name

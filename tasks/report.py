@@ -252,8 +252,8 @@ def input_stem(input_path: str) -> str:
 @dataclass(frozen=True)
 class TaskRunName:
     """A task's ``task_run_name``: what it does, then the input's stem where the task takes the
-    input's path (load-kron14) or the source set where it takes one (bfs-source-set-1; bfs for
-    the one search of --source). A class rather than a closure, so that it pickles by reference
+    input's path or its plan (load-kron14) or the source set where it takes one
+    (bfs-source-set-1; bfs for the one search of --source). A class rather than a closure, so that it pickles by reference
     when Dask sends the task."""
 
     what: str
@@ -262,6 +262,9 @@ class TaskRunName:
         for name in ("path", "input"):
             if isinstance(parameters.get(name), str):
                 return f"{self.what}-{input_stem(parameters[name])}"
+        planned = getattr(parameters.get("plan"), "path", None)  # an input's plan (tasks.parquet.dataset.plan)
+        if isinstance(planned, str):
+            return f"{self.what}-{input_stem(planned)}"
         return artifact_key(self.what, parameters.get("source_set"))
 
 

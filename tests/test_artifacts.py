@@ -219,6 +219,7 @@ def test_every_workers_artifacts_are_on_the_server_when_a_run_on_a_running_clust
     from flows.common import finish
     from flows.runners import task_runner
     from tasks.graph_tasks import load_edges, spanning_forest, validate_forest, write_results
+    from tasks.parquet.dataset.plan import plan_input
 
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address="127.0.0.1:0") as cluster, \
             Client(cluster) as client:
@@ -228,7 +229,7 @@ def test_every_workers_artifacts_are_on_the_server_when_a_run_on_a_running_clust
         @flow(persist_result=False)
         def mst_on_two_workers(input: str, output: str) -> dict:
             with dask.annotate(workers=[write_worker], allow_other_workers=False):
-                prepared = load_edges.submit(input, "src", "dst", "weight", "numpy", ("msf",))
+                prepared = load_edges.submit(plan_input(input), "numpy", ("msf",))
             with dask.annotate(workers=[forest_worker], allow_other_workers=False):
                 forest = spanning_forest.submit(prepared)
             with dask.annotate(workers=[write_worker], allow_other_workers=False):

@@ -15,9 +15,11 @@ import pytest
 from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
-from flows.runners import edge_count, resolve_auto
+from flows.common import command_plan
+from flows.runners import resolve_auto
 from kernels import backend as be
 from tasks.cluster import local_workers
+from tasks.parquet.dataset.plan import plan_input
 from tests.conftest import ROOT, SEED_EDGES
 from tests.helpers import write_seed
 
@@ -138,24 +140,25 @@ def test_auto_runner_follows_the_edge_count_in_the_footers(tmp_path, monkeypatch
     (tmp_path / "dataset").mkdir()
     for k in range(3):
         pq.write_table(pa.table({"src": [k, k + 1], "dst": [k + 1, k + 2]}), tmp_path / "dataset" / f"part-{k}.parquet")
-    assert edge_count(str(tmp_path / "one.parquet")) == 3
-    assert edge_count(str(tmp_path / "dataset")) == 6
+    one, dataset = (plan_input(str(tmp_path / name), weight_col=None) for name in ("one.parquet", "dataset"))
+    assert (one.rows, dataset.rows) == (3, 6)
     monkeypatch.setenv("GRAPH_DASK_MIN_EDGES", "6")
     monkeypatch.setenv("GRAPH_DASK_WORKERS", "4")
-    assert resolve_auto("auto", str(tmp_path / "one.parquet")) == "threads"
+    assert resolve_auto("auto", one) == "threads"
     # (on a GPU machine the workers are its GPUs: one GPU, one worker)
-    assert resolve_auto("auto", str(tmp_path / "dataset")) == ("dask" if local_workers() > 1 else "threads")
+    assert resolve_auto("auto", dataset) == ("dask" if local_workers() > 1 else "threads")
     if not be.cupy_usable():
         # two CPU workers: threads keep both cores busy, and Dask would only add its start (the
         # runner-threshold records); one: nothing to spread
         for workers in ("2", "1"):
             monkeypatch.setenv("GRAPH_DASK_WORKERS", workers)
-            assert resolve_auto("auto", str(tmp_path / "dataset")) == "threads"
+            assert resolve_auto("auto", dataset) == "threads"
         monkeypatch.setenv("GRAPH_DASK_WORKERS", "4")
-    assert resolve_auto("threads", str(tmp_path / "dataset")) == "threads"  # an explicit choice stands
+    assert resolve_auto("threads", dataset) == "threads"  # an explicit choice stands
     (tmp_path / "broken.parquet").write_text("not parquet")
-    assert edge_count(str(tmp_path / "broken.parquet")) is None
-    assert resolve_auto("auto", str(tmp_path / "broken.parquet")) == "threads"  # the load task names the problem
+    params = dict(input=str(tmp_path / "broken.parquet"), src_col="src", dst_col="dst")
+    assert command_plan("bfs", params) is None
+    assert resolve_auto("auto", None) == "threads"  # the run names the problem
 
 
 def test_default_runner_is_threads_outside_the_command_line(monkeypatch):
@@ -241,8 +244,9 @@ def test_auto_counts_the_edges_of_a_dataset_that_holds_other_files(tmp_path, mon
     for k in range(3):
         write_seed(data / f"part-{k}.parquet")
     (data / "README.md").write_text("nightly export of the edges\n")
-    assert edge_count(str(data)) == 3 * len(SEED_EDGES)
+    plan = command_plan("mst", dict(input=str(data), src_col="src", dst_col="dst", weight_col="weight"))
+    assert plan.rows == 3 * len(SEED_EDGES)
     monkeypatch.setenv("GRAPH_DASK_MIN_EDGES", str(3 * len(SEED_EDGES)))
     monkeypatch.setenv("GRAPH_DASK_WORKERS", "4")
     monkeypatch.setenv("GRAPH_BACKEND", "numpy")
-    assert resolve_auto("auto", str(data)) == "dask"
+    assert resolve_auto("auto", plan) == "dask"

@@ -22,6 +22,7 @@ import pytest
 from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
+from tasks.parquet.dataset.plan import plan_input
 from tasks.parquet.read.reader import read_edges
 from tasks.partitioned.driver import run_partitioned
 from tests.conftest import ROOT, SEED_EDGES
@@ -72,7 +73,7 @@ def test_spark_output_folder_reads_only_the_committed_parts(tmp_path, capsys):
     write(root / ".ipynb_checkpoints" / "part-00000-checkpoint.parquet", DECOY)
     write(root / "README.md", b"edges of the network, written nightly\n")
     assert forest(mst_cli.main, [root], capsys, tmp_path / "o") == SEED_FOREST
-    assert read_edges(str(root)).skipped == [str(root / "README.md")]
+    assert read_edges(plan_input(str(root))).skipped == [str(root / "README.md")]
 
 
 def test_dask_output_folder_with_metadata_files(tmp_path, capsys):
@@ -102,7 +103,7 @@ def test_hive_partitions_and_symlinked_folders_are_each_read_once(tmp_path, caps
     os.symlink("..", root / "day=3" / "up")  # a loop back to the dataset's root
     os.symlink(root / "day=1", root / "day=4")  # a second way into a folder already read
     os.symlink(root / "day=1" / "part-0.parquet", root / "day=3" / "part-1.parquet")  # and into a file
-    table = read_edges(str(root))
+    table = read_edges(plan_input(str(root)))
     assert table.rows == len(SEED_EDGES)
     assert sorted(zip(table.src.tolist(), table.dst.tolist())) == sorted((s, d) for s, d, _ in SEED_EDGES)
     assert forest(mst_cli.main, [root], capsys, tmp_path / "o") == SEED_FOREST
@@ -196,9 +197,9 @@ def test_integer_weights_are_refused_exactly_when_float64_cannot_hold_them(tmp_p
         inexact = [row for row, v in enumerate(values.tolist()) if int(float(v)) != v]
         if inexact:
             with pytest.raises(ValueError, match=rf"holds {values[inexact[0]]} at row {inexact[0]}, which float64"):
-                read_edges(str(path))
+                read_edges(plan_input(str(path)))
         else:
-            assert read_edges(str(path)).weight.tolist() == [float(v) for v in values.tolist()]
+            assert read_edges(plan_input(str(path))).weight.tolist() == [float(v) for v in values.tolist()]
 
 
 def test_a_forest_given_as_the_input_is_an_edge_list(tmp_path, capsys):

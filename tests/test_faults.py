@@ -26,7 +26,7 @@ from flows.mst import mst_flow
 from flows.runners import task_runner
 from kernels import backend as be
 from kernels.footprint import gpu_bytes
-from tasks import graph_tasks
+from tasks import memory
 from tasks.parquet.read.reader import read_edges, read_share
 from tasks.errors import DeviceMemoryError, InputError
 from tasks.parquet.dataset.plan import plan_input
@@ -133,12 +133,12 @@ def test_graph_too_large_for_free_gpu_memory_names_the_need_and_the_fallback(mon
     """The check that runs before any upload to the GPU (here given 1 MiB free)."""
     monkeypatch.setattr(be, "device_memory_free", lambda: 1 << 20)
     with pytest.raises(DeviceMemoryError) as err:
-        graph_tasks.check_device_memory("big.parquet", 268_435_456)
+        memory.check_device_memory("big.parquet", 268_435_456)
     message = str(err.value)
     need = gpu_bytes(268_435_456) / 2**30
     assert message.startswith(f"big.parquet: 268435456 edges need about {need:.2f} GiB of GPU memory, 0.00 GiB is free")
     assert "--backend numpy" in message
-    graph_tasks.check_device_memory("small.parquet", 1000)  # fits: no error
+    memory.check_device_memory("small.parquet", 1000)  # fits: no error
 
 
 @pytest.mark.skipif(not be.cupy_usable(), reason="needs a usable CUDA device")
@@ -189,7 +189,7 @@ def test_an_input_file_that_changes_after_its_footer_was_read_is_refused(tmp_pat
 
     with pytest.raises(InputError, match=rf"^{graph}: changed while the run read it"):
         if reader == "one-partition":  # before_reading: called once the footers are read
-            read_edges(str(graph), before_reading=upstream_job)
+            read_edges(plan_input(str(graph)), before_reading=upstream_job)
         else:
             plan = plan_input(str(graph))
             upstream_job()
@@ -201,9 +201,9 @@ def test_an_input_file_changed_between_two_runs_is_simply_read(tmp_path):
     one run is read by the next without complaint."""
     graph = write_edges(tmp_path / "g.parquet", [0, 1], [1, 2], [1.0, 1.0])
     before = os.stat(graph)
-    assert read_edges(str(graph)).rows == 2
+    assert read_edges(plan_input(str(graph))).rows == 2
     os.utime(graph, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000))
-    assert read_edges(str(graph)).rows == 2
+    assert read_edges(plan_input(str(graph))).rows == 2
 
 
 def test_a_one_partition_rerun_removes_the_staging_folder_of_a_killed_partitioned_run(tmp_path, capsys):

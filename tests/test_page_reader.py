@@ -64,7 +64,8 @@ def assert_same_refusal(by_host: Exception, by_pages: Exception):
 
 def read_alike(path, xp=np, **columns):
     """Both readers' outcomes, compared; the page reader's table (or error)."""
-    by_host, by_pages = (outcome(lambda: read_edges(str(path), xp=xp, reader=r, **columns)) for r in READERS)
+    by_host, by_pages = (outcome(lambda: read_edges(plan_input(str(path), **columns), xp=xp, reader=r))
+                         for r in READERS)
     if isinstance(by_host, Exception):
         assert isinstance(by_pages, Exception), f"the host reader refused ({by_host}), the page reader did not"
         assert_same_refusal(by_host, by_pages)
@@ -259,7 +260,7 @@ def test_auto_is_the_host_reader_without_a_gpu_and_gpu_runs_on_numpy():
 def test_auto_reads_with_the_page_reader_where_cupy_and_nvcomp_are_usable(tmp_path, xp):
     path = write_edges(tmp_path / "g.parquet", [1, 2, 3], [2, 3, 1], [1.0, 2.0, 3.0])
     on_gpu = xp is not np and nvcomp_usable()
-    assert read_edges(str(path), xp=xp).report["reader"] == ("gpu" if on_gpu else "host")
+    assert read_edges(plan_input(str(path)), xp=xp).report["reader"] == ("gpu" if on_gpu else "host")
 
 
 def test_the_reader_option_reaches_the_flows():

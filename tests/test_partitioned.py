@@ -32,6 +32,7 @@ from kernels.graph import build_graph, edge_list, renumber
 from kernels.msf import minimum_spanning_forest
 from kernels.verify import verify_bfs
 from tasks.errors import DeviceMemoryError, InputError
+from tasks.parquet.dataset.plan import plan_input
 from tasks.partitioned.driver import PartitionFailed, choose_partitions, count_partitions, run_partitioned
 from tests.conftest import REAL_GRAPHS, realgraphs_dir
 from tests.helpers import listing, write_edges
@@ -294,10 +295,11 @@ def test_a_ranks_own_error_is_reported_when_it_settles_while_its_peers_errors_ar
 
 def one_partition_tables(path: Path, sources: list[str]) -> dict:
     """What a one-partition run writes, from the same reader and kernels (tasks.graph_tasks)."""
-    from tasks.graph_tasks import dense_sources, prepare_input
+    from tasks.graph_tasks import prepare_input
+    from tasks.sources import dense_sources
     from tasks.parquet.write.tables import dense_bfs_table, dense_forest_table, vertex_names
 
-    prepared = prepare_input(str(path), "src", "dst", "weight", "numpy")
+    prepared = prepare_input(plan_input(str(path)), "numpy")
     graph = build_graph(prepared.edges, False)
     search = bfs(graph, dense_sources(prepared, sources))
     names, e, rows = vertex_names(prepared.names, prepared.ids), prepared.edges, minimum_spanning_forest(prepared.edges).edges
@@ -369,7 +371,7 @@ def test_bad_input_is_refused_with_the_one_partition_runs_message(client, tmp_pa
 
     path = _bad(tmp_path, case)
     with pytest.raises(InputError) as one:
-        read_edges(str(path))
+        read_edges(plan_input(str(path)))
     with pytest.raises(InputError) as three:
         run_partitioned(str(path), str(tmp_path / "out"), 3, client=client)
     assert str(three.value) == str(one.value)
@@ -461,8 +463,9 @@ def test_the_prefect_task_runs_the_ranks_on_the_flows_dask_workers(client, tmp_p
 
     @flow(task_runner=DaskTaskRunner(address=client.scheduler.address))
     def partitioned_flow():
-        auto = decide_partitions.submit(str(path), "auto").result()
-        return auto, partitioned_run.submit(str(path), str(tmp_path / "out"), 3, source=["0"]).result()
+        plan = plan_input(str(path))
+        auto = decide_partitions.submit(plan, "auto").result()
+        return auto, partitioned_run.submit(plan, str(tmp_path / "out"), 3, source=["0"]).result()
 
     auto, summary = partitioned_flow()
     assert auto == 1  # on the CPU, auto keeps one partition
@@ -638,3 +641,26 @@ def test_a_partitioned_rerun_with_fewer_partitions_and_sets_leaves_no_stale_part
                             "source-set-0/bfs_distances.parquet/part-00000.parquet",
                             "source-set-0/bfs_distances.parquet/part-00001.parquet"]
     assert_distances(out / "source-set-0" / "bfs_distances.parquet", src, dst, [5])
+
+
+@pytest.mark.parametrize("partitions,layout", [(2, "file"), (3, "dataset")])
+def test_ranks_write_with_the_page_writer_the_tables_pyarrow_writes(client, tmp_path, partitions, layout):
+    """`writer="gpu"` on CPU ranks: each rank's parts go to the page writer as its NumPy arrays
+    (tasks.parquet.write.result_files.ResultWriter, the one-partition run's choice), and the
+    results read back as the pyarrow writer's do, in either layout; string ids stay on pyarrow."""
+    path = tricky_dataset(tmp_path / "g")
+    sources = [str(int(read_columns(path)[0][0]))]
+    written = {}
+    for writer in ("host", "gpu"):
+        summary = run_partitioned(str(path), str(tmp_path / writer), partitions, source=sources, writer=writer,
+                                  output_layout=layout, client=client)
+        expected = "host (pyarrow)" if writer == "host" else "gpu page writer on numpy, host snappy"
+        assert summary["writers"] == [expected] * 2
+        written[writer] = [pq.read_table(tmp_path / writer / name) for name in ("bfs_distances.parquet",
+                                                                                 "mst_edges.parquet")]
+    for host, pages in zip(written["host"], written["gpu"]):
+        assert pages.schema.remove_metadata() == host.schema.remove_metadata()
+        assert pages.equals(host.replace_schema_metadata(pages.schema.metadata))
+    names = write_edges(tmp_path / "s.parquet", ["a", "b", "c"], ["b", "c", "a"], [1.0, 2.0, 3.0])
+    summary = run_partitioned(str(names), str(tmp_path / "s"), 2, source=["a"], writer="gpu", client=client)
+    assert summary["writers"] == ["host (pyarrow; the page writer takes no string vertex ids)"] * 2

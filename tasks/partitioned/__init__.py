@@ -1,7 +1,7 @@
 """A graph over several Dask workers, without Prefect (the Prefect tasks that start a run are in
 tasks/partitioned_tasks.py):
 
-- ``driver``: plans the input from the Parquet footers, picks the workers, hands out the
+- ``driver``: takes the run's input plan (or plans a path), picks the workers, hands out the
   rendezvous, starts one rank per worker, publishes the results once every rank has verified
   them, and reports the first cause of a failure;
 - ``rank``: the program every rank runs (read its share, renumber, CSR, BFS, forest, validate,

@@ -1,7 +1,8 @@
 """Graphs over several Dask workers: the driver of a partitioned run.
 
-``run_partitioned`` plans the input from the Parquet footers, picks ``partitions`` workers (one
-rank each, one GPU each on dask-cuda workers), hands out the rendezvous (a TCP endpoint per
+``run_partitioned`` takes the input's plan (the run's one plan, tasks.parquet.dataset.plan; a
+path is planned here from its Parquet footers), picks ``partitions`` workers (one rank each,
+one GPU each on dask-cuda workers), hands out the rendezvous (a TCP endpoint per
 rank, and NCCL's unique id on GPUs) through Dask, starts one long task per worker
 (tasks.partitioned.rank.rank_main) and waits. When every rank has finished, validation
 included, it moves the staged results into the output directory (in a store: publishes them
@@ -35,7 +36,9 @@ from tasks.parquet.dataset.plan import InputPlan, plan_input
 from tasks.parquet.publish.publish import (
     publish, publishing, remove_earlier_bfs_results, remove_stale_staging, remove_staging, staging_name,
 )
-from tasks.parquet.write.results import BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, FOREST_RESULT_NAME, LAYOUTS
+from tasks.parquet.write.results import (
+    BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, FOREST_RESULT_NAME, LAYOUTS, WRITERS,
+)
 from tasks.parquet.publish.store_staging import close_staging, open_staging, publish_staged
 from tasks.partitioned.comm_tcp import CommError, comm_timeout, open_endpoint
 from tasks.partitioned.rank import RunSpec, nccl_unique_id, rank_main
@@ -100,14 +103,24 @@ def choose_partitions(requested, rows: int, free: list[int], backend: str, path:
         "--backend numpy (GRAPH_BACKEND=numpy) to compute on the CPU")
 
 
-def count_partitions(input: str, partitions="auto", *, backend: str | None = None, client=None,
+def as_plan(input: InputPlan | str, src_col: str, dst_col: str, weight_col: str | None,
+            filter: str | None) -> InputPlan:
+    """``input`` as its plan: a plan as given (the run's one plan, made by the flow), a path
+    planned here (plan_input, with the columns and filter)."""
+    if isinstance(input, InputPlan):
+        return input
+    return plan_input(input, src_col, dst_col, weight_col, filter=filter)
+
+
+def count_partitions(input: InputPlan | str, partitions="auto", *, backend: str | None = None, client=None,
                      src_col: str = "src", dst_col: str = "dst", weight_col: str | None = None,
                      algorithms=("bfs", "msf"), directed: bool = False, filter: str | None = None) -> int:
-    """How many partitions a run of ``input`` would use on ``client``'s workers (without a
-    client: the cluster a run starts on this machine, one worker per GPU): what a flow asks
-    before choosing between the one-partition recipe and ``partitioned_run``. Reads only the
-    Parquet footers; an input the run would refuse for what they say is refused here."""
-    plan = plan_input(input, src_col, dst_col, weight_col, filter=filter)
+    """How many partitions a run of ``input`` (its plan, or a path planned here with the
+    columns and filter) would use on ``client``'s workers (without a client: the cluster a run
+    starts on this machine, one worker per GPU): what a flow asks before choosing between the
+    one-partition recipe and ``partitioned_run``. Asks only the plan's figures; an input the
+    run would refuse for what the footers say is refused here."""
+    plan = as_plan(input, src_col, dst_col, weight_col, filter)
     workers = None
     if client is None:
         backend = be.resolve(backend)
@@ -151,32 +164,38 @@ def _own_cluster(partitions: int | None, backend: str | None):
         yield client
 
 
-def run_partitioned(input: str, output: str, partitions=2, *, source: list | None = None,
+def run_partitioned(input: InputPlan | str, output: str, partitions=2, *, source: list | None = None,
                     source_sets: list[list] | None = None, forest: bool = True, directed: bool = False,
                     depth_limit: int | None = None, src_col: str = "src", dst_col: str = "dst",
                     weight_col: str | None = "weight", backend: str | None = None, output_layout: str = "file",
                     compression: str = DEFAULT_COMPRESSION, client=None, timeout: float | None = None,
-                    check=None, filter: str | None = None, reader: str = "auto") -> RunSummary:
+                    check=None, filter: str | None = None, reader: str = "auto",
+                    writer: str = "auto") -> RunSummary:
     """BFS from ``source`` (one search) or ``source_sets`` (one search each) and, if ``forest``,
-    the minimum spanning forest of the Parquet edge list ``input`` (with a ``filter``, of the
-    rows it keeps: every rank reads through the one plan), over ``partitions`` Dask
+    the minimum spanning forest of the Parquet edge list ``input`` (its plan, or a path planned
+    here with the columns and, if ``forest``, the weight column; with a ``filter``, of the rows
+    it keeps: every rank reads through the one plan), over ``partitions`` Dask
     workers of ``client`` (a LocalCluster of that many workers when None). Results go to
     ``output`` as one file each (``output_layout="file"``) or one dataset directory each
     (``"dataset"``), only after every result verified; ``check()``, called just before the first
     result is moved into place, may still refuse (raise). ``reader``: the Parquet reader each
-    rank reads its share with (tasks.parquet.read.reader). Returns the run's summary."""
+    rank reads its share with (tasks.parquet.read.reader); ``writer``: what encodes each rank's
+    parts (auto, gpu or host: tasks.parquet.write.result_files.ResultWriter). Returns the run's
+    summary."""
     started = time.perf_counter()
     if output_layout not in LAYOUTS:
         raise InputError(f"output layout must be one of {', '.join(LAYOUTS)} (got {output_layout!r})")
     if compression not in COMPRESSIONS:
         raise InputError(f"unknown compression {compression!r} (choose from {', '.join(COMPRESSIONS)})")
+    if writer not in WRITERS:  # (the ranks resolve it: auto depends on their backend)
+        raise OutputError(f"unknown Parquet writer {writer!r} (choose from {', '.join(WRITERS)})")
     if depth_limit is not None and depth_limit < 0:
         raise InputError(f"depth limit must be >= 0 (got {depth_limit})")
     searches = source_plan(source, source_sets, required=False)
     sets, bfs_results = searches.sets, searches.results(BFS_RESULT_NAME)
     if not sets and not forest:
         raise InputError("nothing to compute: give a BFS source or ask for the forest")
-    plan = plan_input(input, src_col, dst_col, weight_col if forest else None, filter=filter)
+    plan = as_plan(input, src_col, dst_col, weight_col if forest else None, filter)
     for ids in sets:
         if not ids:  # a search from nowhere reaches nothing, and that answer would pass its checks
             raise InputError(f"{plan.path}: a BFS source set is empty")
@@ -186,9 +205,9 @@ def run_partitioned(input: str, output: str, partitions=2, *, source: list | Non
         count = _requested_partitions(partitions)
         with _own_cluster(None if count == "auto" else count, backend) as own:
             return _drive(own, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
-                          output, output_layout, compression, timeout, started, check, reader)
+                          output, output_layout, compression, timeout, started, check, reader, writer)
     return _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
-                  output, output_layout, compression, timeout, started, check, reader)
+                  output, output_layout, compression, timeout, started, check, reader, writer)
 
 
 def _check_one_gpu_each(client, workers: list[str]) -> None:
@@ -205,7 +224,7 @@ def _check_one_gpu_each(client, workers: list[str]) -> None:
 
 
 def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend, output, layout,
-           compression, timeout, started, check=None, reader="auto") -> RunSummary:
+           compression, timeout, started, check=None, reader="auto", writer="auto") -> RunSummary:
     from distributed.comm import get_address_host
 
     workers = ordered_workers(client)
@@ -241,7 +260,7 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
                        staging=str(stage.staging), layout=layout, compression=compression, source_sets=sets,
                        bfs_results=bfs_results, forest=forest, directed=directed, depth_limit=depth_limit,
                        timeout=comm_timeout() if timeout is None else timeout, kruskal_limit=KRUSKAL_LIMIT,
-                       reader=reader)
+                       reader=reader, writer=writer)
         futures = [client.submit(rank_main, spec, rank, workers=[w], allow_other_workers=False, pure=False,
                                  retries=0, key=f"partitioned-rank-{rank}-{token}")
                    for rank, w in enumerate(workers)]

@@ -1,7 +1,9 @@
 """The rank program of a partitioned run: one long Dask task per worker, all of them running the
 same steps and meeting in collectives. Read the share -> renumber together -> CSR of the owned
 vertices -> BFS per source set -> forest by local filtering -> validate every result -> write
-this rank's parts -> (file layout, local staging) each result's parts joined by one rank; in a
+this rank's parts (with the writer a one-partition run would choose: the page writer takes
+integer ids as the backend's arrays, tasks.parquet.write.result_files.ResultWriter) -> (file
+layout, local staging) each result's parts joined by one rank; in a
 store the driver joins them as it publishes (tasks.parquet.publish.store_staging). Every rank returns its stage times;
 rank 0 also returns the run's figures, which every rank holds after the reductions.
 
@@ -28,12 +30,12 @@ from tasks.parquet.read.checks import Signs, unify_signs
 from tasks.parquet.dataset.plan import InputPlan
 from tasks.parquet.read.reader import read_share
 from tasks.parquet.write.results import FOREST_RESULT_NAME
-from tasks.parquet.write.tables import bfs_table, forest_table
+from tasks.parquet.write.tables import ResultColumns, bfs_schema, bfs_table, forest_schema, forest_table
 from tasks.parquet.store import locations
 from tasks.parquet.publish.store_staging import upload_parts
-from tasks.parquet.write.result_files import merge_parts, write_parts
+from tasks.parquet.write.result_files import ResultWriter, merge_parts, write_parts
 from tasks.partitioned.comm_tcp import Mesh, TcpCommunicator
-from tasks.partitioned.vertex_ids import renumber_share
+from tasks.partitioned.vertex_ids import IntegerIds, renumber_share
 
 log = logging.getLogger("graph.partitioned")
 
@@ -59,6 +61,7 @@ class RunSpec:
     timeout: float
     kruskal_limit: int
     reader: str = "auto"  # the Parquet reader (tasks.parquet.read.reader)
+    writer: str = "auto"  # the Parquet writer of the parts (tasks.parquet.write.result_files.ResultWriter)
 
 
 def nccl_unique_id() -> tuple:
@@ -234,21 +237,45 @@ class _Rank:
 
     def _write(self, src, dst, weight, row_offset, own, ids, searches, forest) -> None:
         spec, comm, xp = self.spec, self.comm, self.xp
-        vertex = ids.owned()  # integer ids in the plan's type, or the type the ranks agreed on for uint64 ids
-        tables = {}
+        # every rank chooses alike (the same writer, backend and id kind), so every rank makes the
+        # same collective lookups: integer ids as the backend's arrays, string ids as pyarrow's
+        encoder = ResultWriter.resolve(spec.writer, xp, spec.compression)
+        integer = isinstance(ids, IntegerIds)
+        refused = None if integer else "string vertex ids"
+
+        def found(dense):
+            return ids.fetch(comm, own, dense) if integer else ids.lookup(comm, own, dense)
+
+        def host(values) -> pa.Array:
+            return pa.array(be.to_host(values), type=ids.type) if integer else values
+
+        tables, writers = {}, []
         for (_, result), name in zip(searches, spec.bfs_results):
             has_parent = result.distance > 0  # sources and unreached vertices have none
-            parents = ids.lookup(comm, own, result.predecessor[has_parent])
-            has_parent = be.to_host(has_parent)
-            at = np.zeros(own.owned, dtype=np.int64)  # each vertex's parent in ``parents``, null where none
-            at[has_parent] = np.arange(int(has_parent.sum()))
-            tables[name] = bfs_table(vertex, be.to_host(result.distance), parents.take(pa.array(at, mask=~has_parent)))
+            parents = found(result.predecessor[has_parent])
+            tables[name], by = encoder.choose(
+                lambda: owned_bfs_columns(xp, ids.ids, result.distance, has_parent, parents),
+                lambda: owned_bfs_table(ids.owned(), be.to_host(result.distance), be.to_host(has_parent),
+                                        host(parents)),
+                refused)
+            writers.append(by)
         if forest is not None:
             mine = forest.rows[(forest.rows >= row_offset) & (forest.rows < row_offset + src.shape[0])] - row_offset
-            ends = ids.lookup(comm, own, xp.concatenate([src[mine], dst[mine]]))
+            ends = found(xp.concatenate([src[mine], dst[mine]]))
             k = int(mine.shape[0])
-            tables[FOREST_RESULT_NAME] = forest_table(ends.slice(0, k), ends.slice(k),
-                                                      be.to_host(weight[mine]).astype(spec.plan.weight_dtype or UNIT_WEIGHT, copy=False))
+            w = weight[mine].astype(spec.plan.weight_dtype or UNIT_WEIGHT, copy=False)
+
+            def forest_columns() -> ResultColumns:
+                return ResultColumns(forest_schema(pa.from_numpy_dtype(ends.dtype), pa.from_numpy_dtype(w.dtype)),
+                                     (ends[:k], ends[k:], w), (None, None, None))
+
+            def forest_host_table() -> pa.Table:
+                both = host(ends)
+                return forest_table(both.slice(0, k), both.slice(k), be.to_host(w))
+
+            tables[FOREST_RESULT_NAME], by = encoder.choose(forest_columns, forest_host_table, refused)
+            writers.append(by)
+        self.summary["writers"] = writers
         if locations.is_store(spec.staging):  # the driver joins the parts as it publishes (store_staging)
             upload_parts(tables, spec.staging, self.rank, spec.layout, spec.compression)
             return
@@ -259,3 +286,20 @@ class _Rank:
             for name in list(tables)[self.rank::spec.size]:  # each result merged by one rank, all at once
                 merge_parts(staging, name, spec.size)
 
+
+def owned_bfs_table(vertex: pa.Array, distance: np.ndarray, has_parent: np.ndarray, parents: pa.Array) -> pa.Table:
+    """A search's rows of a rank's owned vertices (``vertex``, their ids) as a pyarrow table:
+    ``parents`` holds the ids of the predecessors of the vertices ``has_parent`` marks, in order."""
+    at = np.zeros(len(vertex), dtype=np.int64)
+    at[has_parent] = np.arange(int(has_parent.sum()))  # each vertex's parent in ``parents``, null where none
+    return bfs_table(vertex, distance, parents.take(pa.array(at, mask=~has_parent)))
+
+
+def owned_bfs_columns(xp, vertex, distance, has_parent, parents) -> ResultColumns:
+    """owned_bfs_table's result as ResultColumns of ``xp`` arrays (``vertex``: the owned
+    vertices' integer ids; ``parents``: their predecessors' ids where ``has_parent``)."""
+    predecessor = xp.zeros_like(vertex)
+    predecessor[has_parent] = parents
+    return ResultColumns(bfs_schema(pa.from_numpy_dtype(vertex.dtype)),
+                         (vertex, distance.astype(xp.int32, copy=False), predecessor),
+                         (None, distance >= 0, has_parent))

@@ -8,7 +8,8 @@ or ``StringIds``; both offer, every call collective:
 - ``locate(comm, own, given)``: the dense number of each source id as the user gave it (host
   int64, -1 where the graph has no such vertex), the same on every rank;
 - ``lookup(comm, own, dense)``: a pyarrow array of the id of each dense number in ``dense``
-  (an array of the rank's backend, any owners, repeats allowed).
+  (an array of the rank's backend, any owners, repeats allowed); ``IntegerIds.fetch`` gives
+  those ids as an array of the rank's backend instead (what the page writer takes).
 
 String ids take the integer ids' way (kernels.partitioned.renumber_partitioned) with strings
 for keys: each distinct id of a share goes to the rank its bytes hash to
@@ -76,8 +77,12 @@ class IntegerIds:
     def locate(self, comm, own: Ownership, given: list) -> np.ndarray:
         return locate(comm, own, self.ids, [int(v) for v in given])  # the driver checked they are integers
 
+    def fetch(self, comm, own: Ownership, dense):
+        """The ids of ``dense`` as an array of the rank's backend."""
+        return fetch(comm, own, self.ids, dense)
+
     def lookup(self, comm, own: Ownership, dense) -> pa.Array:
-        return pa.array(to_host(fetch(comm, own, self.ids, dense)), type=self.type)
+        return pa.array(to_host(self.fetch(comm, own, dense)), type=self.type)
 
 
 class StringIds:

@@ -10,6 +10,10 @@ copy?) are each refused by name. Other files (README.md, notes) are not Parquet,
 they are skipped and listed in the run's log. Table formats whose folders also hold files that
 are not current data (Delta Lake, Iceberg, an unfinished Hadoop commit) are refused.
 
+A run walks its input once, for its plan (tasks.parquet.dataset.plan): ``DatasetFiles`` also
+keeps the folders entered and those a filter kept out, which the output check asks
+(tasks.parquet.publish.output_paths) instead of walking again.
+
 Files are returned in discovery order: sorted by their path components below the input. Every
 question about a path goes through the input's filesystem (tasks.parquet.store.filesystem); every
 refusal is a tasks.errors.InputError naming the path.
@@ -17,6 +21,7 @@ refusal is a tasks.errors.InputError naming the path.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tasks.errors import InputError
@@ -80,7 +85,19 @@ def _names(fs: Filesystem, folder: Path) -> list[str]:
         return []
 
 
-def dataset_files(location: str | os.PathLike, keep_folder=None) -> tuple[list[Path], list[Path]]:
+@dataclass
+class DatasetFiles:
+    """What one walk of an input found: its data files in discovery order, the files looked at
+    and skipped (not Parquet), and the folders entered (the root first; none for a file input)
+    and those a filter's partition values kept out, each as reached (links not resolved)."""
+
+    files: list[Path]
+    skipped: list[Path]
+    folders: list[Path] = field(default_factory=list)
+    excluded: list[Path] = field(default_factory=list)
+
+
+def dataset_files(location: str | os.PathLike, keep_folder=None) -> DatasetFiles:
     """The Parquet files of an input (a file, or a directory holding one dataset) and the files
     looked at and skipped because they are not Parquet. Raises InputError naming the path.
     ``keep_folder(path)``, if given, is asked of every folder below the root before it is
@@ -92,8 +109,8 @@ def dataset_files(location: str | os.PathLike, keep_folder=None) -> tuple[list[P
         problem = parquet_problem(fs, root, top.size)
         if problem:
             raise InputError(f"{root}: not a readable Parquet file ({problem})")
-        return [root], []
-    files, skipped, excluded = [], [], 0
+        return DatasetFiles([root], [])
+    files, skipped, entered, excluded = [], [], [], []
     seen: set = set()  # Entry.key: a folder or file reached twice is read once
     folders = [top]
     while folders:
@@ -101,6 +118,7 @@ def dataset_files(location: str | os.PathLike, keep_folder=None) -> tuple[list[P
         if folder.key in seen:
             continue
         seen.add(folder.key)
+        entered.append(folder.path)
         names = fs.listdir(folder.path)
         if {"_delta_log", "metadata", "_temporary"} & set(names):
             refuse_table_formats(fs, folder.path, set(names))
@@ -112,7 +130,7 @@ def dataset_files(location: str | os.PathLike, keep_folder=None) -> tuple[list[P
                 if keep_folder is None or keep_folder(entry.path):
                     folders.append(entry)
                 else:
-                    excluded += 1
+                    excluded.append(entry.path)
                 continue
             require_regular_file(entry)
             if entry.key in seen:
@@ -129,37 +147,11 @@ def dataset_files(location: str | os.PathLike, keep_folder=None) -> tuple[list[P
             else:
                 skipped.append(entry.path)
     if not files and excluded:
-        raise InputError(f"filter: kept no files of {root} (its partition values exclude {excluded} "
-                         f"folder{'s' if excluded > 1 else ''})")
+        raise InputError(f"filter: kept no files of {root} (its partition values exclude {len(excluded)} "
+                         f"folder{'s' if len(excluded) > 1 else ''})")
     if not files:
         listed = ", ".join(str(p.relative_to(root)) for p in sorted(skipped)[:3]) + (", ..." if len(skipped) > 3 else "")
         raise InputError(f"{root}: directory holds no Parquet files (*.parquet, *.parq, *.pq, part-*)"
                          + (f"; not Parquet: {listed}" if skipped else ""))
     order = lambda p: p.relative_to(root).parts  # noqa: E731
-    return sorted(files, key=order), sorted(skipped, key=order)
-
-
-def dataset_walk(root: Path) -> tuple[set[str], dict[str, Path]]:
-    """What dataset_files reaches below the local folder ``root``, links followed: the real path
-    of every folder it enters, and of every file it looks at (mapped to the path it is reached
-    by). Asked of outputs before a run, so nothing here raises: the read names any problem."""
-    walked: set[str] = set()
-    files: dict[str, Path] = {}
-    folders = [root]
-    while folders:
-        folder = os.path.realpath(folders.pop())
-        if folder in walked:
-            continue
-        walked.add(folder)
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:  # the read names it
-            continue
-        for e in entries:
-            if e.name.startswith(SKIP_PREFIXES):
-                continue
-            if e.is_dir():
-                folders.append(e.path)
-            else:
-                files.setdefault(os.path.realpath(e.path), Path(e.path))
-    return walked, files
+    return DatasetFiles(sorted(files, key=order), sorted(skipped, key=order), entered, excluded)

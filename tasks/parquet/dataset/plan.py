@@ -1,6 +1,7 @@
 """The footer plan: what an input's Parquet footers say, read before any data is.
 
-``plan_input`` reads every file's footer once (through the input's filesystem) and checks it:
+``plan_input`` walks the input once (tasks.parquet.dataset.discovery) and reads every file's
+footer once (through the input's filesystem) and checks it:
 each column asked for is present once and of a usable type (ids integers or strings, weights
 numeric), the row counts of file, row groups and column chunks agree, every file has ids of
 one kind, and no result of an earlier run sits among edge files. It returns an ``InputPlan``:
@@ -30,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.errors import InputError
-from tasks.parquet.dataset.discovery import dataset_files
+from tasks.parquet.dataset.discovery import DatasetFiles, dataset_files
 from tasks.parquet.store.filesystem import Filesystem, resolve
 from tasks.parquet.write.results import RESULT_KEY
 from tasks.parquet.dataset.selection import Selection
@@ -106,14 +107,18 @@ class FooterPlan:
 
 @dataclass
 class InputPlan:
-    """An input's footer plan and the columns to read: the one plan the one-partition reader
-    and every rank of a partitioned run read from."""
+    """An input's footer plan and the columns to read: the one plan of a run, made once from one
+    walk of the input and one footer read per file, that the runner choice, the memory checks,
+    the output check, the one-partition reader and every rank of a partitioned run read from.
+    It pickles (pyarrow's FileMetaData included) to the Dask workers that read."""
 
     path: str
     footers: FooterPlan
     src_col: str
     dst_col: str
     weight_col: str | None
+    dataset: DatasetFiles | None = None  # the walk's files and folders (the output check asks them)
+    filter: str | None = None  # the --filter text whose rows the plan holds (None: every row)
 
     @property
     def rows(self) -> int:
@@ -148,9 +153,9 @@ def plan_input(path: str | os.PathLike, src_col: str = "src", dst_col: str = "ds
     ``filter``, its data columns: the rows it keeps, tasks.parquet.dataset.selection)."""
     check_columns(str(path), src_col, dst_col, weight_col)
     selection = Selection(filter, resolve(path)[1]) if filter is not None else None
-    files, skipped = dataset_files(path, selection.keep_folder if selection else None)
-    return InputPlan(str(path), plan_footers(str(path), files, src_col, dst_col, weight_col, skipped, selection),
-                     src_col, dst_col, weight_col)
+    dataset = dataset_files(path, selection.keep_folder if selection else None)
+    footers = plan_footers(str(path), dataset.files, src_col, dst_col, weight_col, dataset.skipped, selection)
+    return InputPlan(str(path), footers, src_col, dst_col, weight_col, dataset, filter)
 
 
 def id_kind(t: pa.DataType) -> str:

@@ -1,4 +1,5 @@
-"""Output paths: which result paths may be written, checked before anything is read.
+"""Output paths: which result paths may be written, checked before any data is read (against
+the files and folders the run's plan walked).
 
 A result may not land where a later run would read it back as input (an output folder inside
 the input dataset, unless under a folder the dataset walk skips, such as `_results/`), nor
@@ -17,8 +18,9 @@ from pathlib import Path
 
 from tasks.errors import InputError, OutputError
 from tasks.parquet.store import locations
-from tasks.parquet.dataset.discovery import SKIP_PREFIXES, dataset_walk
-from tasks.parquet.store.filesystem import StorePath, reason, resolve
+from tasks.parquet.dataset.discovery import SKIP_PREFIXES
+from tasks.parquet.dataset.plan import InputPlan
+from tasks.parquet.store.filesystem import LocalFilesystem, StorePath, reason, resolve
 from tasks.parquet.write.results import RESULT_PART
 
 
@@ -53,21 +55,34 @@ def _read_by_walk(folder: str, walked: set[str]) -> bool:
     return False
 
 
-def check_output_paths(input: str, targets: list[str | os.PathLike], directories: bool = False) -> None:
-    """Refuse, before anything is read, result files that could not be written or that a later
-    run would read back as input: an output folder inside the input dataset (unless under a
-    folder the dataset walk skips, such as `_results/`), a result path taken by a folder other
-    than a partitioned run's result (which any run replaces whole) or, where ``directories`` (a
-    partitioned run, which replaces a result path whole), an empty folder; an output folder
-    path taken by a file; a result path that is an input file (or holds one), which writing the
-    result would replace. Results in a store: see check_store_outputs."""
+def walked_paths(plan: InputPlan) -> tuple[set[str], dict[str, Path]]:
+    """What the plan's walk of a local input reached, links resolved: the real path of every
+    folder a run would enter (those a filter kept out included: a run without it enters them),
+    and of every file it looked at (mapped to the path it was reached by). A store's input: none."""
+    dataset = plan.dataset
+    if dataset is None or not isinstance(plan.footers.filesystem, LocalFilesystem):
+        return set(), {}
+    walked = {os.path.realpath(f) for f in (*dataset.folders, *dataset.excluded)}
+    files = {}
+    for f in (*dataset.files, *dataset.skipped):
+        files.setdefault(os.path.realpath(f), f)
+    return walked, files
+
+
+def check_output_paths(plan: InputPlan, targets: list[str | os.PathLike], directories: bool = False) -> None:
+    """Refuse, before any data is read, result files that could not be written or that a later
+    run would read back as input (the input's files and folders as the run's plan walked them):
+    an output folder inside the input dataset (unless under a folder the dataset walk skips,
+    such as `_results/`), a result path taken by a folder other than a partitioned run's result
+    (which any run replaces whole) or, where ``directories`` (a partitioned run, which replaces
+    a result path whole), an empty folder; an output folder path taken by a file; a result path
+    that is an input file (or holds one), which writing the result would replace. Results in a
+    store: see check_store_outputs."""
+    input = plan.path
     if any(locations.is_uri(t) for t in map(str, targets)):
         check_store_outputs(input, [str(t) for t in targets], directories)
         return
-    if os.path.isdir(input):
-        walked, files = dataset_walk(Path(input))
-    else:
-        walked, files = set(), {os.path.realpath(input): Path(input)}
+    walked, files = walked_paths(plan)
     for target in map(Path, targets):
         out = target.parent
         # the entry a result replaces (a file, or a partitioned run's folder of parts): an input

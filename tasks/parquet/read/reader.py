@@ -1,6 +1,6 @@
 """The reader: rows of a planned edge list (tasks.parquet.dataset.plan), checked, into arrays of the
 compute backend (NumPy or CuPy). One interface serves both paths:
-- ``read_edges(path, ...)``: the whole edge list (a one-partition run), as an ``EdgeTable``;
+- ``read_edges(plan, ...)``: the whole edge list (a one-partition run), as an ``EdgeTable``;
 - ``read_share(plan, rank, size)``: global rows [rows * r // P, rows * (r + 1) // P) of a
   partitioned run's rank r of P (``InputPlan.share``), as a ``Share``: the row groups that
   overlap that range, cut to it (a row group on a boundary is decoded by both neighbours).
@@ -46,7 +46,7 @@ from tasks.parquet.codec.decompress import nvcomp_usable
 from tasks.parquet.read.assembly import ReaderBackend
 from tasks.parquet.read.host_reader import HostReader
 from tasks.parquet.read.page_reader import PageReader
-from tasks.parquet.dataset.plan import InputPlan, plan_input
+from tasks.parquet.dataset.plan import InputPlan
 
 
 @dataclass
@@ -80,16 +80,13 @@ class Share:
         return int(self.src.shape[0])
 
 
-def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None = "weight", xp=np,
-               before_reading=None, filter: str | None = None, reader: str = "auto") -> EdgeTable:
-    """Read and check an edge list (a Parquet file or a directory holding one dataset; with a
-    ``filter``, the rows it keeps) into arrays of the backend ``xp`` (numpy or cupy), row
-    groups decoded in parallel.
-    ``before_reading(rows, vertex_bound, weight_dtype)``, if given, is called once the footers
-    are read and before any array is allocated (a memory check can refuse the input there).
+def read_edges(plan: InputPlan, xp=np, before_reading=None, reader: str = "auto") -> EdgeTable:
+    """Read and check the edge list ``plan`` holds (with a filter, the rows it keeps) into
+    arrays of the backend ``xp`` (numpy or cupy), row groups decoded in parallel.
+    ``before_reading(rows, vertex_bound, weight_dtype)``, if given, is called before any array
+    is allocated (a memory check can refuse the input there, from the footers' figures).
     ``reader``: auto, gpu or host (the module's docstring)."""
     backend = reader_backend(resolve_reader(reader, xp))
-    plan = plan_input(path, src_col, dst_col, weight_col, filter=filter)
     footers = plan.footers
     if before_reading is not None:
         before_reading(footers.rows, footers.vertex_bound, footers.weight_type)
@@ -97,12 +94,12 @@ def read_edges(path: str, src_col="src", dst_col="dst", weight_col: str | None =
     skipped = [str(p) for p in footers.skipped]
     if footers.strings:
         src, dst, names = string_codes(rows.strings, xp)
-        return EdgeTable(src, dst, rows.weight, names, str(path), skipped, footers.selection, rows.report)
+        return EdgeTable(src, dst, rows.weight, names, plan.path, skipped, footers.selection, rows.report)
     src, dst = rows.src, rows.dst
     if footers.mixed_signs:
         unified = unify_signs(rows.signs)
         src, dst = src.view(unified), dst.view(unified)
-    return EdgeTable(src, dst, rows.weight, None, str(path), skipped, footers.selection, rows.report)
+    return EdgeTable(src, dst, rows.weight, None, plan.path, skipped, footers.selection, rows.report)
 
 
 def string_codes(pieces: list[tuple], xp):

@@ -3,7 +3,9 @@
 A result reaches the writer as a pyarrow table, encoded by pyarrow on the host's cores, or as a
 tasks.parquet.write.tables.ResultColumns, encoded by the page writer (tasks.parquet.write.page_writer) on
 the arrays' backend: the form chooses the encoder (``resolve_writer`` says which form a run
-builds, ``written_by`` what encodes a file); everything else below is shared.
+builds, ``ResultWriter.choose`` which form each result takes and why, ``written_by`` what
+encodes a file); everything else below is shared. The one-partition run and every rank of a
+partitioned run choose the same way.
 
 Every file is encoded into a temporary file beside its target (on disk, fsynced; its footer
 names the result under results.RESULT_KEY), and only once every file of a write is on disk
@@ -25,6 +27,7 @@ import socket
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +40,7 @@ from tasks.parquet.write.concat import ParquetConcatError, concatenate_files, wr
 from tasks.parquet.codec.decompress import nvcomp_usable
 from tasks.parquet.store.filesystem import local
 from tasks.parquet.publish.output_paths import is_result_dataset, prepare_output_dir, remove_path
-from tasks.parquet.write.page_writer import compressor, write_columns
+from tasks.parquet.write.page_writer import compressor, refusal, write_columns
 from tasks.parquet.write.results import COMPRESSIONS, DEFAULT_COMPRESSION, RESULT_KEY, WRITERS, result_name
 from tasks.parquet.write.tables import ResultColumns
 
@@ -100,6 +103,34 @@ def written_by(table: pa.Table | ResultColumns, compression: str) -> str:
     xp = _module(table.values[0]) if table.values else np
     how = compressor(xp, compression)
     return f"gpu page writer on {xp.__name__}, " + ("uncompressed" if how == "none" else f"{how} {compression}")
+
+
+@dataclass(frozen=True)
+class ResultWriter:
+    """Who encodes a run's results: ``pages`` when the run's writer is the page writer
+    (resolve_writer gave gpu), which takes ResultColumns, else pyarrow, which takes tables."""
+
+    pages: bool
+    compression: str
+
+    @classmethod
+    def resolve(cls, writer: str | None, xp, compression: str) -> ResultWriter:
+        """The writer ``writer`` (auto, gpu or host) means for results in arrays of ``xp``."""
+        return cls(resolve_writer(writer, xp) == "gpu", compression)
+
+    def choose(self, columns, table, refused: str | None = None) -> tuple[pa.Table | ResultColumns, str]:
+        """One result in the form its encoder takes, and the words that name the encoder (the
+        log's and the summary's): ``columns()`` (ResultColumns) where the run writes with the
+        page writer and it takes their schema, else ``table()`` (a pyarrow table), with why the
+        page writer did not take it. ``refused``: why this result has no ResultColumns form
+        (string vertex ids); ``columns`` is then never called."""
+        reason = refused if self.pages else None
+        if self.pages and reason is None:
+            built = columns()
+            reason = refusal(built.schema)
+            if reason is None:
+                return built, written_by(built, self.compression)
+        return table(), "host (pyarrow" + (f"; the page writer takes no {reason})" if reason else ")")
 
 
 def process_marker() -> str:

@@ -1,0 +1,33 @@
+"""BFS sources of a one-partition run: the user's ids (integers or their text, string ids as
+text) as the dense vertex numbers the kernels take. A partitioned run's ranks find theirs
+together (tasks.partitioned.vertex_ids)."""
+from __future__ import annotations
+
+import numpy as np
+
+from tasks.errors import InputError
+from tasks.parquet.read.checks import integer_vertex_id
+
+
+def dense_sources(prepared, sources: list) -> np.ndarray:
+    """Dense vertex numbers of the user's source ids (host int64, in the user's order); every
+    one must be a vertex of the graph. ``prepared``: the renumbered input
+    (tasks.graph_tasks.PreparedEdges: ``ids`` dense vertex -> id, or code into ``names`` for
+    string ids; ``path`` names the input in errors)."""
+    ids, names, path = prepared.ids, prepared.names, prepared.path
+    if not sources:
+        raise InputError(f"{path}: a BFS source set is empty")
+    found = []
+    for s in sources:
+        if names is not None:
+            code = names.index(str(s)).as_py()
+            dense = int(np.searchsorted(ids, code)) if code >= 0 else -1
+            ok = code >= 0 and dense < ids.shape[0] and ids[dense] == code
+        else:
+            value = integer_vertex_id(path, s)
+            dense = int(np.searchsorted(ids, value))
+            ok = dense < ids.shape[0] and int(ids[dense]) == value
+        if not ok:
+            raise InputError(f"{path}: source {s!r} is not a vertex of the graph")
+        found.append(dense)
+    return np.array(found, dtype=np.int64)
