@@ -5,6 +5,8 @@ already in the environment wins.
 """
 import os
 
+__version__ = "0.1.0"  # the distribution's version (pyproject.toml reads it from here)
+
 for _name, _value in {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",

@@ -10,8 +10,9 @@ import argparse
 import os
 import sys
 
+from flows import __version__
 from tasks import settings
-from tasks.parameters import BACKENDS, NO_WEIGHTS, READERS, RUNNERS, parse_partitions
+from tasks.parameters import BACKENDS, READERS, RUNNERS, parse_partitions, weight_column
 from tasks.parquet.store import locations
 from tasks.parquet.dataset.filters import FilterError, parse as parse_filter
 from tasks.parquet.write.results import COMPRESSIONS, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, LAYOUTS, WRITERS
@@ -115,6 +116,7 @@ def _id_list(text: str) -> list[str]:
 
 def build_parser(kind: str) -> Parser:
     parser = Parser(prog=f"python -m flows.{kind}", description=DESCRIPTIONS[kind], epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"parquet-graph-pipeline {__version__}")
     parser.add_argument("input", help="Parquet file or directory of Parquet files (one edge per row)")
     parser.add_argument("--output", metavar="DIR", type=_directory, help="output directory (default: output/<input stem>/)")
     parser.add_argument("--src-col", default="src", metavar="C", help="source vertex column (default: src)")
@@ -166,6 +168,10 @@ def build_parser(kind: str) -> Parser:
                              "GPUs or at least 4 CPU workers (default: $GRAPH_TASK_RUNNER, else auto)")
     parser.add_argument("--dask-address", metavar="URL",
                         help="run tasks on a running Dask cluster, e.g. tcp://host:8786 ($GRAPH_DASK_ADDRESS)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the run's summary as one JSON object on stdout (the files written under "
+                             "\"outputs\"; with a configured server, its page under \"run\") instead of the "
+                             "summary line")
     parser.add_argument("--verbose", action="store_true", help="show Prefect's log on the terminal")
     return parser
 
@@ -176,7 +182,7 @@ def parameters(kind: str, args: argparse.Namespace) -> dict:
                   output_layout=args.output_layout, filter=args.filter,
                   reader=args.reader, writer=args.writer)
     if kind != "bfs":
-        params["weight_col"] = None if args.weight_col == NO_WEIGHTS else args.weight_col
+        params["weight_col"] = weight_column(args.weight_col)
     if kind != "mst":
         params.update(source=args.source, source_sets=args.source_set, directed=args.directed,
                       depth_limit=args.depth_limit)

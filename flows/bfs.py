@@ -22,8 +22,9 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName, Writer,
-    VertexId, check_filter, finish, partition_count, run_paths, run_plan,
+    VertexId, check_filter, finish, partition_count, run_plan,
 )
+from flows.inputs import run_paths
 from flows.runners import ChosenAtRunStart
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, results_writer, validate_bfs,

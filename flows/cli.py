@@ -58,10 +58,15 @@ def main(kind: str, argv=None) -> int:
     params = parameters(kind, args)
     code = 1
     try:
+        from flows.inputs import command_plan
+
+        # the input's one plan, before Prefect: a refused input (not Parquet, a column missing
+        # or mistyped) is this command's error line within a fraction of a second
+        plan = command_plan(params)
         if not api_url_configured_outside_prefect():
             server = TemporaryServer()  # boots while the imports below run
         watchdog = interrupts.Watchdog(params, server)
-        code = _run(kind, args, params, runner_kind, server)
+        code = _run(kind, args, params, runner_kind, server, plan)
     except BaseException as exc:
         if not interrupts.interrupted(exc):
             if not isinstance(exc, Exception):
@@ -87,13 +92,15 @@ def main(kind: str, argv=None) -> int:
     return code
 
 
-def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServer | None) -> int:
+def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServer | None, plan) -> int:
     import importlib
+    import json
 
     from prefect import tags
     from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    from flows.common import TAGS, command_plan, handed_over
+    from flows.common import TAGS
+    from flows.inputs import handed_over
     from flows.runners import cluster_started_early, resolve_auto, task_runner
     from tasks.cluster import cpu_workers
     from tasks.report import describe
@@ -109,8 +116,6 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
     if args.partitions != "auto" and args.partitions > 1:
         # a CPU cluster of this machine gets a worker per partition (a GPU cluster has one per GPU)
         environment["GRAPH_DASK_WORKERS"] = str(max(cpu_workers(), args.partitions))
-    # the run's one plan of its input, made here when auto needs its edge count (else by the flow)
-    plan = command_plan(kind, params) if runner_kind == "auto" and not args.dask_address else None
     with inherited_environment(environment):  # auto counts the workers of the cluster this backend gets
         runner = task_runner(resolve_auto(runner_kind, plan), args.dask_address)
     # a command-line run is watched by its caller: no heartbeat thread (it costs ~1 s per run)
@@ -129,12 +134,25 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
                 progress.stop()
         if server is not None:  # (an interrupted run raised above: Ctrl-C does not wait for this)
             drain_to_api()
-        summary = state.result()  # raises the run's error
-    lines = [describe(kind, summary), *(f"wrote {path}" for path in summary["outputs"])]
-    if configured:
-        from prefect.settings import PREFECT_UI_URL
+        link = None
+        if configured:  # a temporary server's page is gone once the command ends
+            from prefect.settings import PREFECT_UI_URL
 
-        lines.append(f"run: {PREFECT_UI_URL.value()}/runs/flow-run/{state.state_details.flow_run_id}")
+            link = f"{PREFECT_UI_URL.value()}/runs/flow-run/{state.state_details.flow_run_id}"
+        try:
+            summary = state.result()  # raises the run's error
+        except Exception as exc:
+            if interrupts.interrupted(exc):
+                raise  # main() ends an interrupted run
+            # one line, and the failed run's page as a completed run gives it (its log: the traceback)
+            print(f"error: {one_line(exc)}" + (f"\nrun: {link}" if link else ""), file=sys.stderr)
+            return 1
+    if args.json:  # the summary for a downstream step, its run's page beside it
+        lines = [json.dumps({**summary, **({"run": link} if link else {})})]
+    else:
+        lines = [describe(kind, summary), *(f"wrote {path}" for path in summary["outputs"])]
+        if link:
+            lines.append(f"run: {link}")
     try:
         print("\n".join(lines), flush=True)
     except BrokenPipeError:  # `| head -1`: the run succeeded; what the reader did not take is dropped

@@ -1,14 +1,11 @@
-"""What the three flows share: parameter types, run names, output locations, the run's one
-input plan, the partition count, and the end of a run."""
+"""What the three flows share: parameter types, run names, the run's one input plan (taken
+from the command line, flows/inputs.py, or made here), the partition count, and the end of a run."""
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Literal, Union
 
 from prefect import get_run_logger
@@ -16,12 +13,11 @@ from prefect.context import FlowRunContext
 from prefect.futures import PrefectFuture
 from pydantic import Field, StrictInt
 
+from flows.inputs import take_handed_over
 from flows.run_log import quiet_failures
 from tasks import settings, stopping
 from tasks.artifacts import publish_failure, publish_summary
-from tasks.errors import InputError
 from tasks.parameters import BACKENDS
-from tasks.parquet.store import locations
 from tasks.parquet.dataset.filters import parse as parse_filter
 from tasks.parquet.dataset.plan import InputPlan, plan_input
 from tasks.parquet.write.results import COMPRESSIONS, LAYOUTS, WRITERS
@@ -51,58 +47,11 @@ TAGS = ("graph",)
 quiet_failures()  # a failed run's log: one ERROR line (flows/run_log.py)
 
 
-def default_output(input_path: str) -> str:
-    """output/<input file or directory stem>/"""
-    return str(Path("output") / input_stem(input_path))
-
-
-def output_directory(output: str | None, input_path: str) -> str:
-    """The run's output directory: ``output``, else output/<input stem>/. An empty path is
-    refused rather than taken for the default: it is what `--output "$DIR"` gives with DIR unset."""
-    if output is None:
-        return default_output(input_path)
-    if output == "":
-        raise InputError(f"output: an empty path; give a directory, or leave it out for {default_output(input_path)}/")
-    return output
-
-
-def run_paths(input: str, output: str | None) -> tuple[str, str]:
-    """The run's input and output directory (output_directory) as absolute paths, a relative
-    one taken in the folder the run was started from. Its tasks may run on a Dask cluster
-    whose workers started in another folder (--dask-address, GRAPH_DASK_ADDRESS): they would
-    resolve a relative path there, read another file of the same name and write there. The
-    paths are joined, not normalized: `link/..` stays the parent of the link's target. An empty
-    input stays empty (input not found), not the current folder. The current folder is looked
-    up only for a relative path: absolute paths run from a folder that has been removed. A
-    store's URI (s3://...) passes untouched, a file:// URI becomes its path, and an unknown
-    scheme is refused (tasks.parquet.store.locations)."""
-    output = output_directory(output, input)
-    return (_absolute("input", input) if input else input), _absolute("output", output)
-
-
 def check_filter(filter: str | None) -> None:
     """A filter's text is checked when the run starts, before any task: a typo fails the run at
     once, naming what is wrong (its columns are checked against the input when it is read)."""
     if filter is not None:
         parse_filter(filter)
-
-
-def _absolute(what: str, path: str) -> str:
-    try:
-        locations.check_scheme(path)
-    except ValueError as exc:
-        raise InputError(f"{what} {exc}") from None
-    if locations.is_store(path):
-        return path
-    path = locations.local_path(path)
-    if os.path.isabs(path):
-        return path
-    try:
-        here = os.getcwd()
-    except FileNotFoundError:
-        raise InputError(f"{what} {path!r} is relative, but the folder the run started in no longer exists; "
-                         "give an absolute path") from None
-    return os.path.join(here, path)
 
 
 @dataclass(frozen=True)
@@ -118,50 +67,12 @@ class RunName:
         return f"{self.kind}-{input_stem(flow_run.parameters.get('input', 'input'))}"
 
 
-# Plans the command line made before it chose the task runner (flows.runners.resolve_auto counts
-# the input's edges), keyed by what they plan (input_key): the flow run it starts takes its own
-# (run_plan) instead of walking the input and reading its footers again.
-_HANDED_OVER: dict[tuple, InputPlan] = {}
-
-
-def input_key(input: str, src_col: str, dst_col: str, weight_col: str | None, filter: str | None) -> tuple:
-    """What a plan plans: the input's absolute path (run_paths), the columns read and the filter."""
-    return input, src_col, dst_col, weight_col, filter
-
-
-def command_plan(kind: str, params: dict) -> InputPlan | None:
-    """The plan the flow ``kind`` makes of its parameters ``params`` (the command line's), or
-    None when the input is refused: the run then names the problem (run_plan), as it would
-    without a plan made here."""
-    try:
-        input, _ = run_paths(params["input"], params.get("output"))
-        return plan_input(input, params["src_col"], params["dst_col"], params.get("weight_col"),
-                          filter=params.get("filter"))
-    except Exception:
-        return None
-
-
-@contextmanager
-def handed_over(plan: InputPlan | None):
-    """While the command line's flow run goes, ``plan`` (command_plan's) is the one its flow
-    takes; one it did not take is dropped on the way out."""
-    if plan is None:
-        yield
-        return
-    key = input_key(plan.path, plan.src_col, plan.dst_col, plan.weight_col, plan.filter)
-    _HANDED_OVER[key] = plan
-    try:
-        yield
-    finally:
-        _HANDED_OVER.pop(key, None)
-
-
 def run_plan(kind: str, input: str, src_col: str, dst_col: str, weight_col: str | None,
              filter: str | None) -> InputPlan:
     """The run's one plan of its input (tasks.parquet.dataset.plan: one walk, one footer read
     per file), handed to every step that asks about the input: the command line's (handed_over),
     else made now. An input it refuses fails the run, published as a failed load is."""
-    plan = _HANDED_OVER.pop(input_key(input, src_col, dst_col, weight_col, filter), None)
+    plan = take_handed_over(input, src_col, dst_col, weight_col, filter)
     if plan is not None:
         return plan
     try:

@@ -24,7 +24,7 @@ from pathlib import Path
 def remove_temporaries(params: dict, ending: int | None = None) -> None:
     """The run's processes are gone (or, ``ending``, this one is about to go): what they were
     writing is a stale temporary file."""
-    from flows.common import output_directory
+    from flows.inputs import output_directory
     from tasks.parquet.store import locations
     from tasks.parquet.store.filesystem import resolve
     from tasks.parquet.publish.publish import remove_stale_staging, remove_stale_store_staging

@@ -17,12 +17,14 @@ from prefect import flow
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, OutputLayout, Partitions, RunName, Writer, finish,
-    check_filter, partition_count, run_paths, run_plan,
+    check_filter, partition_count, run_plan,
 )
+from flows.inputs import run_paths
 from flows.runners import ChosenAtRunStart
 from tasks.graph_tasks import (
     load_edges, results_writer, spanning_forest, validate_forest,
 )
+from tasks.parameters import weight_column
 from tasks.parquet.store.locations import join
 from tasks.parquet.publish.output_paths import check_output_paths
 from tasks.parquet.write.results import DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
@@ -43,7 +45,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
         output: Directory for mst_edges.parquet (default: output/graph/ for input data/graph.parquet).
         src_col: Column of source vertex ids (integers or strings).
         dst_col: Column of destination vertex ids (same type as src_col).
-        weight_col: Column of edge weights (numeric, finite), or None for an unweighted edge list: the forest of unit weights.
+        weight_col: Column of edge weights (numeric, finite), or None (or "none") for an unweighted edge list: the forest of unit weights.
         backend: numpy (CPU), cupy (GPU) or auto (cupy when a GPU is usable; default: $GRAPH_BACKEND, else auto).
         compression: Parquet compression of the results (snappy: fast to write and read; zstd: smaller).
         partitions: Dask workers to split the graph over (one GPU each), or auto (one when the graph fits one GPU, else every GPU worker).
@@ -55,6 +57,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
     started = time.perf_counter()
     input, output = run_paths(input, output)
     check_filter(filter)
+    weight_col = weight_column(weight_col)
     plan = run_plan("mst", input, src_col, dst_col, weight_col, filter)
     count = partition_count("mst", plan, partitions, backend=backend, algorithms=("msf",))
     results = [join(output, FOREST_RESULT_NAME)]

@@ -17,13 +17,14 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName, Writer,
-    VertexId, check_filter, finish, partition_count, run_paths, run_plan,
+    VertexId, check_filter, finish, partition_count, run_plan,
 )
+from flows.inputs import run_paths
 from flows.runners import ChosenAtRunStart
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, spanning_forest, results_writer, validate_bfs, validate_forest,
 )
-from tasks.parameters import source_plan
+from tasks.parameters import source_plan, weight_column
 from tasks.parquet.store.locations import join
 from tasks.parquet.publish.output_paths import check_output_paths
 from tasks.parquet.write.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
@@ -51,7 +52,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
         depth_limit: Stop each search after this many levels (default: no limit).
         src_col: Column of source vertex ids (integers or strings).
         dst_col: Column of destination vertex ids (same type as src_col).
-        weight_col: Column of edge weights (numeric, finite), or None for an unweighted edge list: the forest of unit weights.
+        weight_col: Column of edge weights (numeric, finite), or None (or "none") for an unweighted edge list: the forest of unit weights.
         backend: numpy (CPU), cupy (GPU) or auto (cupy when a GPU is usable; default: $GRAPH_BACKEND, else auto).
         compression: Parquet compression of the results (snappy: fast to write and read; zstd: smaller).
         partitions: Dask workers to split the graph over (one GPU each), or auto (one when the graph fits one GPU, else every GPU worker).
@@ -65,6 +66,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
     check_filter(filter)
     sources = source_plan(source, source_sets)
     outputs = sources.directories(output)
+    weight_col = weight_column(weight_col)
     plan = run_plan("pipeline", input, src_col, dst_col, weight_col, filter)
     count = partition_count("pipeline", plan, partitions, backend=backend, algorithms=("bfs", "msf"),
                             directed=directed)

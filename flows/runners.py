@@ -11,7 +11,7 @@
 - ``auto`` (the command line's default): threads below ``dask_min_edges()`` input edges, Dask
   above when the machine has workers enough to give Dask (several GPUs, or at least
   ``MIN_CPU_WORKERS`` CPU workers), decided from the run's input plan (the Parquet footers),
-  made before the run starts and handed to it (flows.common.handed_over).
+  made before the run starts and handed to it (flows.inputs.handed_over).
 
 The environment picks the default (deployments set it per work pool or job):
 GRAPH_TASK_RUNNER=dask|threads, GRAPH_DASK_ADDRESS, GRAPH_DASK_WORKERS (LocalCluster size),
@@ -168,14 +168,14 @@ def cluster_started_early(runner):
         runner.discard_early_cluster()
 
 
-def resolve_auto(kind: str, plan=None) -> str:
+def resolve_auto(kind: str, plan) -> str:
     """``auto``: Dask for graphs of at least dask_min_edges() edges (the rows of the run's input
     plan, tasks.parquet.dataset.plan.InputPlan: with a filter, the rows it keeps) when this
     machine has workers enough to give it (several GPUs; on the CPU, MIN_CPU_WORKERS); threads
-    otherwise, and without a plan (an input the run will refuse: its load names the problem)."""
+    otherwise."""
     if kind != "auto":
         return kind
-    if plan is None or plan.rows < dask_min_edges():
+    if plan.rows < dask_min_edges():
         return "threads"
     enough = 2 if be.resolve(None) == "cupy" else MIN_CPU_WORKERS
     return "dask" if cluster.local_workers() >= enough else "threads"

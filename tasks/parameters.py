@@ -5,6 +5,7 @@ the flows' parameter types, and the partitioned driver.
 - the choice lists: BACKENDS, RUNNERS, READERS (the writer's, COMPRESSIONS and LAYOUTS, are
   tasks.parquet.write.results');
 - ``parse_partitions``: a partition count as a flag, a setting or a parameter gives it;
+- ``weight_column``: the weight column, or None for an unweighted edge list;
 - ``source_plan``: the searches of a run, where each writes and how its artifacts are keyed.
 """
 from __future__ import annotations
@@ -19,7 +20,16 @@ from tasks.parquet.store.locations import join
 BACKENDS = ("auto", "numpy", "cupy")  # auto: cupy when a GPU is usable (kernels.backend.resolve)
 RUNNERS = ("auto", "dask", "threads")  # where tasks run (flows/runners.py)
 READERS = ("auto", "gpu", "host")  # the Parquet reader (tasks.parquet.read.reader.resolve_reader)
-NO_WEIGHTS = "none"  # --weight-col none: an unweighted edge list (weight_col None in the flows)
+NO_WEIGHTS = "none"  # the spelling of "no weight column" wherever a column name is text
+
+
+def weight_column(name: str | None) -> str | None:
+    """The weight column asked for, or None for an unweighted edge list: one spelling everywhere,
+    None (Python, JSON null) or "none" in any case (the command line, a deployment's parameters,
+    the UI's form, which can only send text)."""
+    if name is None or name.strip().lower() == NO_WEIGHTS:
+        return None
+    return name
 
 
 def parse_partitions(value) -> int | str:

@@ -31,3 +31,18 @@ def dense_sources(prepared, sources: list) -> np.ndarray:
             raise InputError(f"{path}: source {s!r} is not a vertex of the graph")
         found.append(dense)
     return np.array(found, dtype=np.int64)
+
+
+def check_sources_by_footers(plan, sources: list) -> None:
+    """What the footers alone decide of the user's source ids (``plan``: the input's
+    tasks.parquet.dataset.plan.InputPlan), before any row is read, with the errors the search
+    would give: on integer ids, each source is an integer id (integer_vertex_id's rules), and one
+    outside the ids' range by the footers' statistics is not a vertex. String ids, and integer
+    ids inside the range, are left to the search."""
+    if plan.footers.strings:
+        return
+    for s in sources:
+        value = integer_vertex_id(plan.path, s)
+        known = plan.footers.id_range
+        if known is not None and not known[0] <= value <= known[1]:
+            raise InputError(f"{plan.path}: source {s!r} is not a vertex of the graph")

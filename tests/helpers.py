@@ -41,6 +41,16 @@ def run(main, argv, capsys):
     return code, out, err
 
 
+def error_line(err: str) -> str:
+    """A failed command's one error line, from its stderr. A run that failed once it had
+    started, with a server configured, adds its page under it ("run: URL"); nothing else may
+    follow."""
+    lines = err.strip().splitlines()
+    assert lines and lines[0].startswith("error: ") and len(lines) <= 2, err
+    assert len(lines) == 1 or lines[1].startswith("run: http"), err
+    return lines[0]
+
+
 def write_edges(path: Path, src, dst, weight=None, **options) -> Path:
     """One edge file: Python lists take Arrow's inferred type (int64 ids, float64 weights), Arrow
     arrays keep theirs; no weight column when ``weight`` is None. ``options`` go to

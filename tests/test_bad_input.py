@@ -15,7 +15,7 @@ from flows import pipeline as pipeline_cli
 from flows.mst import mst_flow
 from kernels.parquet.format import FileMetaDataField, RowGroupField
 from kernels.parquet.thrift import decode_struct, encode_struct, field
-from tests.helpers import EDGES, listing, run, write_seed
+from tests.helpers import EDGES, error_line, listing, run, write_seed
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -336,8 +336,7 @@ def test_mst_bad_input(tmp_path, capsys, case):
     for timer in timers:
         timer.cancel()
     assert code == 1
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], err
+    assert expected in error_line(err), err
     assert listing(tmp_path) == before  # nothing written, not even a temporary file
     if (out / "mst_edges.parquet").is_file():
         assert (out / "mst_edges.parquet").read_bytes() == b"an older result"
@@ -349,8 +348,8 @@ def test_pipeline_writes_nothing_when_one_result_path_is_taken(tmp_path, capsys)
     path = parquet(tmp_path, table())
     (tmp_path / "o" / "mst_edges.parquet").mkdir(parents=True)
     code = pipeline_cli.main([str(path), "--source", "0", "--output", str(tmp_path / "o")])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 1 and len(err) == 1 and "mst_edges.parquet: output path exists and is not a regular file" in err[0]
+    err = capsys.readouterr().err
+    assert code == 1 and "mst_edges.parquet: output path exists and is not a regular file" in error_line(err)
     assert listing(tmp_path / "o") == ["mst_edges.parquet"]
 
 
@@ -378,8 +377,8 @@ def test_unreadable_part_is_named(tmp_path, capsys):
 def test_bfs_bad_source(tmp_path, capsys, argv, expected):
     path = parquet(tmp_path, table(weight=None))
     code = bfs_cli.main([str(path), *argv, "--output", str(tmp_path / "o")])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 1 and len(err) == 1 and expected in err[0]
+    err = capsys.readouterr().err
+    assert code == 1 and expected in error_line(err)
     assert not (tmp_path / "o").exists()
 
 
@@ -467,9 +466,8 @@ def test_unusable_column_types_are_refused_naming_file_and_column(tmp_path, caps
     table = {"src": pa.array([0, 1]), "dst": pa.array([1, 0]), "weight": pa.array([1.0, 2.0]), **columns}
     pq.write_table(pa.table(table), tmp_path / "g.parquet")
     code, out, err = run(mst_cli.main, [tmp_path / "g.parquet", "--output", tmp_path / "o"], capsys)
-    lines = err.strip().splitlines()
-    assert code == 1 and out == "" and len(lines) == 1
-    assert lines[0].startswith(f"error: {tmp_path / 'g.parquet'}: {expected}")
+    assert code == 1 and out == ""
+    assert error_line(err).startswith(f"error: {tmp_path / 'g.parquet'}: {expected}")
     assert not (tmp_path / "o").exists()
 
 
@@ -497,7 +495,7 @@ def test_a_table_format_or_unfinished_write_below_the_dataset_is_refused(tmp_pat
             (table / name).parent.mkdir(parents=True, exist_ok=True)
             (table / name).write_text("{}")
     code, out, err = run(mst_cli.main, [data, "--output", tmp_path / "out"], capsys)
-    lines = err.strip().splitlines()
-    assert code == 1 and out == "" and len(lines) == 1, err
-    assert lines[0].startswith(f"error: {table}") and expected in lines[0], err
+    assert code == 1 and out == ""
+    line = error_line(err)
+    assert line.startswith(f"error: {table}") and expected in line, err
     assert not (tmp_path / "out").exists()

@@ -103,6 +103,9 @@ class FooterPlan:
     filesystem: Filesystem  # where the files are read from
     skipped: list[Path]  # files of a dataset directory looked at and skipped (not Parquet)
     selection: dict | None = None  # what a filter kept (Selection.report), None without one
+    # integer ids: (lowest, highest) id of the rows read by the footers' statistics; None where a
+    # column chunk has none (or for string ids)
+    id_range: tuple[int, int] | None = None
 
 
 @dataclass
@@ -302,10 +305,12 @@ def plan_footers(path: str, files: list[Path], src_col: str, dst_col: str, weigh
         narrow = all(pa.types.is_float16(t) or pa.types.is_float32(t) for t in weight_types)
         weight_type = np.dtype(np.float32 if narrow else np.float64)
     bound = 2 * rows
-    if None not in id_range and False not in id_range:
+    # (by identity: an id range that starts at 0 holds a value equal to False)
+    known = all(end is not None and end is not False for end in id_range)
+    if known:
         bound = min(bound, id_range[1] - id_range[0] + 1)
     return FooterPlan(units, rows, columns, "integer" not in first_of_kind, id_type, mixed, weight_type, bound,
-                      fs, list(skipped), report)
+                      fs, list(skipped), report, tuple(id_range) if known else None)
 
 
 def refuse_results_among_edges(path: str, files: list[Path], results: dict[Path, str]) -> None:

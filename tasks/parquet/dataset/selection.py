@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from tasks.errors import InputError
@@ -89,6 +88,8 @@ class Selection:
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"{file}: corrupt Parquet data in row group {group} ({exc})") from None
         table = pa.table({n: _plain(table[n]) for n in table.column_names})
+        import pyarrow.dataset as ds  # (0.2 s to import: only a run with a filter pays it)
+
         try:
             keep = ds.dataset(table).to_table(columns={"keep": expression}, use_threads=False)["keep"]
         except (pa.ArrowException, TypeError) as exc:
@@ -187,7 +188,7 @@ def _bind(node, types: dict, partitions: dict):
     if node.column in partitions:
         (truth,) = possible(node, partitions)
         return node, pc.scalar(pa.scalar(truth, pa.bool_()))
-    field, t = ds.field(node.column), types[node.column]
+    field, t = pc.field(node.column), types[node.column]
     if isinstance(node, IsNull):
         return node, field.is_null()
     if isinstance(node, In):
