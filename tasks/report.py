@@ -37,12 +37,14 @@ class RunSummary(TypedDict):
     # BFS (flows bfs and pipeline); lists are per search, in the order of the source sets
     source_sets: NotRequired[int]  # searches run
     sources: NotRequired[int]  # source ids over every search
-    reached: NotRequired[list[int]]  # vertices at a finite distance
-    levels: NotRequired[list[int]]
+    reached: NotRequired[list[int]]  # vertices at a finite distance, the sources included
+    depth: NotRequired[list[int]]  # the largest finite distance: the farthest vertex reached, in hops
     gteps: NotRequired[float | None]  # Graph500: input edges in the searched components per ns
     # the minimum spanning forest (flows mst and pipeline)
     forest_edges: NotRequired[int]
-    forest_weight: NotRequired[float | str]  # tasks.forest_weight.reported_total: text beyond float64
+    # tasks.forest_weight.reported_total: the exact sum rounded once to float64; beyond float64's
+    # range, text ("≈" and 17 significant digits)
+    forest_weight: NotRequired[float | str]
     components: NotRequired[int]  # trees of the forest, isolated vertices included
     rounds: NotRequired[int]  # Boruvka rounds
     edges_per_second: NotRequired[int | None]  # input edges per second of the forest's stage
@@ -160,24 +162,33 @@ def number(x) -> str:
 
 
 def weight_text(weight: float | str) -> str:
-    """A total weight as a reader takes it in, beside counts with thousands separators: six
-    significant digits, and every digit of the whole part (1,186,390, never 1.18639e+06);
-    scientific only beyond 1e15 or below 1e-4; text (a sum beyond float64's range) as it is."""
+    """A total weight (tasks.forest_weight.reported_total) with every digit it has: the shortest
+    decimal that reads back as the same float64 (Python's repr), with thousands separators beside
+    the counts (2,419,529.4; a whole number without a point: 2,419,529); scientific where repr
+    is (from 1e16, below 1e-4); text (a sum beyond float64's range, '≈...') as it is."""
     if isinstance(weight, str):
         return weight
-    size = abs(weight)
-    if weight != 0 and (size >= 1e15 or size < 1e-4):
-        return f"{weight:.6g}"
-    whole = len(f"{int(size)}") if size >= 1 else 0
-    text = f"{weight:,.{max(0, 6 - whole)}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    text = repr(float(weight))
+    if "e" in text or "n" in text:  # 1e+16, 2.5e-05; inf and nan cannot be sums of finite weights
+        return text
+    whole, _, fraction = text.partition(".")
+    sign, whole = ("-", whole[1:]) if whole.startswith("-") else ("", whole)
+    fraction = fraction.rstrip("0")
+    return f"{sign}{int(whole):,}" + (f".{fraction}" if fraction else "")
+
+
+def search_text(s: RunSummary, k: int) -> str:
+    """What search ``k`` reached: '5,123 vertices reached, farthest 3 hops' (the farthest
+    vertex's distance, as the distances file holds it)."""
+    return f"{count(s['reached'][k], 'vertex', 'vertices')} reached, farthest {count(s['depth'][k], 'hop')}"
 
 
 def describe(kind: str, s: RunSummary) -> str:
     """One line for the terminal: what was computed and that it was checked."""
     parts = [f"{count(s['vertices'], 'vertex', 'vertices')}, {count(s['edges'], 'edge')}"]
-    if "levels" in s:
-        parts.append("BFS " + ", ".join(count(n, "level") for n in s["levels"]))
+    if "depth" in s:
+        several = s["source_sets"] > 1
+        parts += [f"{search_label(k if several else None)}: {search_text(s, k)}" for k in range(len(s["depth"]))]
     if "forest_edges" in s:
         parts.append(f"forest of {count(s['forest_edges'], 'edge')}, weight {weight_text(s['forest_weight'])}, "
                      f"{count(s['components'], 'component')}"
@@ -213,15 +224,15 @@ def summary_rows(summary: RunSummary) -> list[dict]:
         row("filter", filter_text(s))
     if "forest_edges" in s:
         row("components", number(s["components"]))
-        row("forest", f"{count(s['forest_edges'], 'edge')}, total weight {number(s['forest_weight'])}"
+        row("forest", f"{count(s['forest_edges'], 'edge')}, total weight {weight_text(s['forest_weight'])}"
                       + (" (unweighted input: every edge weighs 1)" if s.get("unit_weights") else ""))
         row("Boruvka", f"{count(s['rounds'], 'round')}, {number(s['edges_per_second'] or 0)} edges/s")
-    if "levels" in s:
+    if "depth" in s:
         several = s["source_sets"] > 1
-        for k, (levels, reached) in enumerate(zip(s["levels"], s["reached"])):
+        for k, (depth, reached) in enumerate(zip(s["depth"], s["reached"])):
             where = f" (source set {k})" if several else ""
-            row(f"BFS{where}", f"{count(levels, 'level')}, reached {number(reached)} of "
-                               f"{count(s['vertices'], 'vertex', 'vertices')}")
+            row(f"BFS{where}", f"reached {number(reached)} of {count(s['vertices'], 'vertex', 'vertices')}, "
+                               f"farthest {count(depth, 'hop')}")
         row("BFS rate", f"{s['gteps'] or 0:.4g} GTEPS ({count(s['sources'], 'source')} in "
                         f"{count(s['source_sets'], 'search', 'searches')})")
     for key in [k for k in s if k.endswith("_seconds")]:

@@ -13,7 +13,7 @@ def dense_sources(prepared, sources: list) -> np.ndarray:
     """Dense vertex numbers of the user's source ids (host int64, in the user's order); every
     one must be a vertex of the graph. ``prepared``: the renumbered input
     (tasks.graph_tasks.PreparedEdges: ``ids`` dense vertex -> id, or code into ``names`` for
-    string ids; ``path`` names the input in errors)."""
+    string ids; ``path`` names the input in errors, ``selection`` the filter, if any)."""
     ids, names, path = prepared.ids, prepared.names, prepared.path
     if not sources:
         raise InputError(f"{path}: a BFS source set is empty")
@@ -28,9 +28,18 @@ def dense_sources(prepared, sources: list) -> np.ndarray:
             dense = int(np.searchsorted(ids, value))
             ok = dense < ids.shape[0] and int(ids[dense]) == value
         if not ok:
-            raise InputError(f"{path}: source {s!r} is not a vertex of the graph")
+            raise missing_source(path, s, (prepared.selection or {}).get("filter"))
         found.append(dense)
     return np.array(found, dtype=np.int64)
+
+
+def missing_source(path: str, source, filter: str | None) -> InputError:
+    """The error of a source id that is not a vertex: of the graph, or with a ``filter`` (the
+    --filter text) of the rows it kept, since the id may be a vertex of the rows it dropped."""
+    if filter is None:
+        return InputError(f"{path}: source {source!r} is not a vertex of the graph")
+    quoted = f'"{filter}"' if "'" in filter else f"'{filter}'"
+    return InputError(f"{path}: source {source!r} is not a vertex of the rows the filter {quoted} kept")
 
 
 def check_sources_by_footers(plan, sources: list) -> None:
@@ -45,4 +54,4 @@ def check_sources_by_footers(plan, sources: list) -> None:
         value = integer_vertex_id(plan.path, s)
         known = plan.footers.id_range
         if known is not None and not known[0] <= value <= known[1]:
-            raise InputError(f"{plan.path}: source {s!r} is not a vertex of the graph")
+            raise missing_source(plan.path, s, plan.filter)

@@ -10,8 +10,8 @@ from tasks.report import RunSummary, run_summary
 
 def summarize(p, graph, searches: list, forest, checks: list, outputs: list[str],
               write_seconds: float) -> RunSummary:
-    """The run's figures, small enough to return to the flow: sizes, BFS levels per source set
-    and GTEPS (Graph500: input edges inside the searched component, per second), the forest's
+    """The run's figures, small enough to return to the flow: sizes, per source set the vertices
+    reached and the farthest one's distance (both counted on the distances written), GTEPS (Graph500: input edges inside the searched component, per second), the forest's
     size and weight, Boruvka rounds and edges/s, and the seconds of every stage. ``p``: the
     input (tasks.graph_tasks.PreparedEdges); ``graph``, ``searches``, ``forest``, ``checks``:
     the tasks' products (tasks.graph_tasks.Timed: a CSR, Searches, an MSFResult, reports)."""
@@ -22,7 +22,8 @@ def summarize(p, graph, searches: list, forest, checks: list, outputs: list[str]
         traversed = sum(int((r.distance[p.edges.src] >= 0).sum()) for r in results)
         bfs_seconds = sum(s.seconds for s in searches)
         figures.update(source_sets=len(searches), sources=sum(len(s.value.sources) for s in searches),
-                       reached=[int((r.distance >= 0).sum()) for r in results], levels=[r.levels for r in results],
+                       reached=[int((r.distance >= 0).sum()) for r in results],
+                       depth=[int(r.distance.max()) for r in results],  # (a search has a source: >= 0)
                        gteps=round(traversed / bfs_seconds / 1e9, 4) if bfs_seconds > 0 else None)
         seconds.update(csr=graph.seconds, bfs=bfs_seconds)
     if forest is not None:

@@ -33,7 +33,8 @@ def test_local_cluster_of_two_workers_gives_the_default_runners_outputs(tmp_path
     assert sorted(got) == ["mst_edges.parquet"] + [f"source-set-{k}/bfs_distances.parquet" for k in range(3)]
     for name, table in expected.items():
         assert got[name].equals(table), name
-    assert on_dask["levels"] == in_process["levels"] and on_dask["forest_edges"] == in_process["forest_edges"]
+    assert (on_dask["reached"], on_dask["depth"]) == (in_process["reached"], in_process["depth"])
+    assert on_dask["forest_edges"] == in_process["forest_edges"]
     assert no_temporaries(tmp_path)
 
 
@@ -44,7 +45,7 @@ def test_source_sets_are_separate_searches_with_one_output_each(tmp_path):
     for k, sources in enumerate([["0"], ["5", "9"]]):
         single = bfs_flow.with_options(task_runner=runner)(graph, source=sources, output=str(tmp_path / f"one{k}"))
         assert result_tables(tmp_path / "sets" / f"source-set-{k}") == result_tables(tmp_path / f"one{k}")
-        assert fanned["levels"][k] == single["levels"][0]
+        assert (fanned["reached"][k], fanned["depth"][k]) == (single["reached"][0], single["depth"][0])
     assert fanned["source_sets"] == 2 and fanned["sources"] == 3
 
 

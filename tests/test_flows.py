@@ -413,7 +413,7 @@ def test_a_reader_that_closes_its_end_early_does_not_fail_a_finished_run(tmp_pat
 
 
 @pytest.mark.parametrize("weights, total", [([1e16, 1.0, 1.0, -1e16], "2"), ([1e16, *[1.0] * 7, -1e16], "7"),
-                                            ([1.7e308, 1.7e308, -1e308], "2.400000e+308")],
+                                            ([1.7e308, 1.7e308, -1e308], "≈2.3999999999999999e+308")],
                          ids=["large-weights-cancel", "seven-small-between-two-large", "partial-sums-beyond-float64"])
 def test_the_forest_weight_reported_is_the_exact_sum_rounded(tmp_path, capsys, weights, total):
     """The forest of a path is the whole path: its reported weight is the sum of all its weights,
@@ -427,27 +427,38 @@ def test_the_forest_weight_reported_is_the_exact_sum_rounded(tmp_path, capsys, w
 
 def test_the_summary_line_writes_a_large_weight_as_the_counts_beside_it(tmp_path, capsys):
     """'forest of 114,598 edges, weight 1.18639e+06': a weight of a million was printed in
-    scientific notation beside counts with thousands separators; and one of anything is singular."""
+    scientific notation beside counts with thousands separators, and then rounded to six digits
+    (1,186,391); it has every digit of its sum now; and one of anything is singular."""
     path = write_edges(tmp_path / "p.parquet", [0, 1], [1, 2], [1_000_000.25, 186_390.5])
     code, out, err = run(mst_cli.main, [str(path), "--output", str(tmp_path / "o")], capsys)
     assert code == 0, err
-    assert "forest of 2 edges, weight 1,186,391, 1 component;" in out, out
+    assert "forest of 2 edges, weight 1,186,390.75, 1 component;" in out, out
 
 
-def test_a_sum_of_many_weights_of_one_sign_is_reported_without_the_exact_path(monkeypatch):
-    """16 M positive weights: summed in rows of 256, no weight passes through more than 765
-    roundings, so the float64 sum is within 2**-40 of the exact one and is reported as it is
-    (summing 16 M Python floats exactly took a GPU run ~0.35 s per sum, twice per pipeline run)."""
-    from tasks import forest_weight
+def _weights(kind: str) -> np.ndarray:
+    rng = np.random.default_rng(5)
+    if kind == "uniform":  # a Kron graph's weights, past several chunks of the host's sum
+        return rng.random(5 * (1 << 16) + 3)
+    if kind == "every-magnitude-and-sign":
+        return rng.standard_normal(1 << 17) * 10.0 ** rng.integers(-300, 300, 1 << 17)
+    if kind == "subnormals-and-cancelling":
+        return np.array([5e-324, 2.5e-320, 1e300, 1.0, -1e300, -5e-324, 0.1, -0.0] * 1000)
+    return np.array([1e-45, 3.4e38, 0.1, -3.4e38, 2e-40] * 1000, dtype=np.float32)  # float32 subnormals
 
-    weights = np.random.default_rng(5).random(1 << 24)
-    exact = math.fsum(weights.tolist())
-    monkeypatch.setattr(forest_weight.math, "fsum", lambda values: pytest.fail("took the exact path"))
 
-    total = forest_weight.reported_total(weights)
+@pytest.mark.parametrize("kind", ["uniform", "every-magnitude-and-sign", "subnormals-and-cancelling", "float32"])
+def test_the_reported_forest_weight_is_the_exact_sum_rounded_once(kind):
+    """The forest's weight is the exact sum of its weights rounded once to float64 (math.fsum's
+    answer, and Fraction's sum rounded), however the weights cancel or how small they are; it
+    used to be a float64 sum within 2**-40 of it, whose last digits the summary now shows."""
+    from tasks.forest_weight import reported_total
 
-    assert forest_weight.sum_in_blocks(weights, np)[1] == 3 * 255
-    assert abs(total - exact) <= 2.0**-40 * exact
+    weights = _weights(kind)
+    as_float64 = [float(w) for w in weights.tolist()]
+
+    total = reported_total(weights)
+
+    assert total == math.fsum(as_float64) == float(sum(map(Fraction, as_float64)))
 
 
 @pytest.mark.parametrize("src, dst, weight, sources, options", [

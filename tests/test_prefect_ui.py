@@ -4,11 +4,13 @@ round, keys per source set), its log lines, its parameters' checks and descripti
 persisted result."""
 import json
 import logging
+import math
 import os
 import time
 import urllib.request
 from pathlib import Path
 
+import networkx as nx
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -52,8 +54,15 @@ def test_summary_artifact_is_the_flow_runs_own_readable_table(tmp_path):
     assert values["vertices"] == "3,353"  # thousands separators
     assert values["edges"] == "8,870 input rows (0 self-loops, ignored)"
     assert values["components"] == f"{summary['components']:,}"
-    assert values["forest"] == f"{summary['forest_edges']:,} edges, total weight {summary['forest_weight']:,.0f}"
-    assert values["BFS"] == f"{summary['levels'][0]:,} levels, reached 3,353 of 3,353 vertices"
+    # the forest's weight: the file's weights summed exactly, rounded once (math.fsum), every digit
+    forest = pq.read_table(tmp_path / "out" / "mst_edges.parquet")
+    total = math.fsum(forest["weight"].to_pylist())
+    assert values["forest"] == f"{forest.num_rows:,} edges, total weight {total:,}".removesuffix(".0")
+    # the search: networkx's hop distances on the input's edges
+    edges = pq.read_table(graph)
+    hops = nx.single_source_shortest_path_length(
+        nx.Graph(zip(edges["src"].to_pylist(), edges["dst"].to_pylist())), 1)
+    assert values["BFS"] == f"reached {len(hops):,} of 3,353 vertices, farthest {max(hops.values()):,} hops"
     assert values["BFS rate"].endswith("GTEPS (1 source in 1 search)")
     assert values["Boruvka"].startswith(f"{summary['rounds']} rounds,") and values["Boruvka"].endswith("edges/s")
     for stage in ("load", "renumber", "CSR build", "BFS", "MSF", "validation", "write", "total"):

@@ -36,6 +36,7 @@ from tasks.parquet.publish.store_staging import upload_parts
 from tasks.parquet.write.result_files import ResultWriter, merge_parts, write_parts
 from tasks.partitioned.comm_tcp import Mesh, TcpCommunicator
 from tasks.partitioned.vertex_ids import IntegerIds, renumber_share
+from tasks.sources import missing_source
 
 log = logging.getLogger("graph.partitioned")
 
@@ -119,6 +120,11 @@ class _Rank:
     def _sum(self, value) -> int:
         return int(be.to_host(self.comm.allreduce(self.xp.asarray([value], dtype=np.int64), "sum"))[0])
 
+    def _depth(self, distance) -> int:
+        """The largest distance any rank holds (its owned vertices'): the farthest vertex reached."""
+        local = int(distance.max()) if distance.shape[0] else -1
+        return int(be.to_host(self.comm.allreduce(self.xp.asarray([local], dtype=np.int64), "max"))[0])
+
     def run(self) -> dict:
         spec, comm = self.spec, self.comm
         plan = spec.plan
@@ -148,7 +154,7 @@ class _Rank:
                 dense = ids.locate(comm, own, given)
                 if (dense < 0).any():
                     missing = given[int(np.flatnonzero(dense < 0)[0])]
-                    raise InputError(f"{plan.path}: source {missing!r} is not a vertex of the graph")
+                    raise missing_source(plan.path, missing, plan.filter)
                 started = time.perf_counter()
                 searches.append((dense, bfs_partitioned(comm, graph, dense, spec.depth_limit)))
                 self._phase(f"bfs {k}", started, "bfs")
@@ -206,7 +212,8 @@ class _Rank:
             self.summary.update(bfs_validation=reports, source_sets=len(searches),
                                 sources=sum(len(s) for s in spec.source_sets),
                                 reached=[self._sum(int((r.distance >= 0).sum())) for _, r in searches],
-                                levels=[r.levels for _, r in searches], steps=[r.steps for _, r in searches],
+                                depth=[self._depth(r.distance) for _, r in searches],
+                                steps=[r.steps for _, r in searches],
                                 level_times=[r.level_times for _, r in searches],
                                 frontiers=[r.frontiers for _, r in searches])
             traversed = 0
