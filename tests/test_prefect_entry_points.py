@@ -95,8 +95,14 @@ def test_a_served_flow_completes_runs_triggered_through_the_server(server, tmp_p
                                                   "output": str(tmp_path / "out-bad")})
         assert bad["state"]["type"] == "FAILED"
         assert not (tmp_path / "out-bad").exists()
+        process.terminate()  # SIGTERM to the served process alone, as a service manager stops it
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the served flow did not stop on SIGTERM within 60 s:\n{log.read_text()}")
     finally:
-        stop(process)
+        if process.poll() is None:
+            stop(process)
     assert "is not fully defined" not in log.read_text()
 
 
