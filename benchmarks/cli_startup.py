@@ -4,6 +4,8 @@
 
 Times, as subprocesses (interpreter start and imports included), median of --repeat runs:
 - `python -m flows.mst --help`, and `python -m flows.mst missing.parquet` (an error);
+- a schema error: an edge list whose columns are not the ones asked for (its footer read, one
+  error line, no server started);
 - `python -m flows.mst data/graph.parquet` with the default runner (auto: threads on this
   9-edge sample) and with `--runner dask`, each cold (no PREFECT_API_URL: a temporary server
   is started for the run) and against a running `prefect server start` (started here on a free
@@ -23,6 +25,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+import pyarrow.parquet as pq
 
 from benchmarks.harness import append_records, machine
 
@@ -74,8 +78,11 @@ def main(argv=None) -> int:
     def median(case_env, case_args, expect=0):
         return statistics.median(timed_run(case_env, case_args, expect) for _ in range(args.repeat))
 
+    renamed = os.path.join(output, "renamed-columns.parquet")
+    pq.write_table(pq.read_table(SAMPLE).rename_columns(["source", "target", "w"]), renamed)
     seconds = {"help": median(env, ["--help"]),
-               "missing_input": median(env, ["missing.parquet"], expect=1)}
+               "missing_input": median(env, ["missing.parquet"], expect=1),
+               "schema_error": median(env, [renamed], expect=1)}
     for name, case in cases.items():
         timed_run(env, case)  # untimed: first-run caches (bytecode, the database's creation)
         seconds[f"cold_{name}"] = median(env, case)
