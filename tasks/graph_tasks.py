@@ -44,7 +44,9 @@ from tasks.parquet.dataset.plan import InputPlan
 from tasks.parquet.store.locations import absolute, join
 from tasks.parquet.publish.publish import publish_results
 from tasks.parquet.read.reader import read_edges
-from tasks.parquet.write.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_RESULT_NAME
+from tasks.parquet.write.results import (
+    BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_COLUMNS, FOREST_RESULT_NAME, forest_columns,
+)
 from tasks.parquet.write.tables import (
     dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table, vertex_names,
 )
@@ -76,6 +78,7 @@ class PreparedEdges:
     unit_weights: bool = False  # an unweighted input's forest: every edge weighs 1 (UNIT_WEIGHT)
     selection: dict | None = None  # what a filter kept (the filter keys of RunSummary)
     reader: dict | None = None  # which Parquet reader decoded what (tasks.parquet.read.host_reader)
+    columns: tuple[str, str, str] = FOREST_COLUMNS  # the forest's column names (results.forest_columns)
 
     @property
     def rows(self) -> int:
@@ -148,7 +151,7 @@ def prepare_input(plan: InputPlan, backend: str | None, algorithms=("bfs", "msf"
         be.synchronize(xp)
     return PreparedEdges(edges, be.to_host(ids), names, path, skipped, backend, be.device_name(backend),
                          edges.self_loops(), read_seconds, time.perf_counter() - start, unit_weights, selection,
-                         report)
+                         report, forest_columns(plan.src_col, plan.dst_col, plan.weight_col))
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False,
@@ -345,8 +348,9 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
     if forest is not None:
         rows, e = forest.value.edges, p.edges  # an edge's index is its input row
         tables[join(output, FOREST_RESULT_NAME)] = result(
-            lambda: dense_forest_columns(xp, ids, e.src[rows], e.dst[rows], e.weight[rows]),
-            lambda: dense_forest_table(host_names(), *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight))))
+            lambda: dense_forest_columns(xp, ids, e.src[rows], e.dst[rows], e.weight[rows], p.columns),
+            lambda: dense_forest_table(host_names(), *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight)),
+                                       p.columns))
     written, removed = publish_results(tables, output, compression, check=check_flow_run_going)
     # absolute, as seen by the process that wrote them: the summary names them for the user
     paths = [absolute(path) for path in written]

@@ -17,6 +17,12 @@ from pathlib import PurePath
 
 BFS_RESULT_NAME = "bfs_distances.parquet"
 FOREST_RESULT_NAME = "mst_edges.parquet"
+BFS_COLUMNS = ("vertex", "distance", "predecessor")
+# The forest's columns are the input's own (forest_columns); these are the defaults' names.
+FOREST_COLUMNS = ("src", "dst", "weight")
+# A forest of an unweighted input holds its unit weights in this column, or in the next name
+# where an id column already has it.
+UNIT_WEIGHT_COLUMNS = ("weight", "unit_weight", "unit_weight_")
 SOURCE_SET_FOLDER = re.compile(r"source-set-\d+")
 RESULT_PART = re.compile(r"part-\d{5}\.parquet")  # a partitioned run's part files
 
@@ -43,6 +49,15 @@ WRITERS = ("auto", "gpu", "host")
 # A partitioned run's result: one file (its ranks' parts joined) or a folder of parts.
 LAYOUTS = ("file", "dataset")
 DEFAULT_LAYOUT = "file"
+
+
+def forest_columns(src_col: str, dst_col: str, weight_col: str | None) -> tuple[str, str, str]:
+    """The forest's column names: the input's source, destination and weight columns, so that a
+    forest reads back as an edge list with the options its input was read with. An unweighted
+    input's unit weights go in ``weight`` (``unit_weight`` where an id column is so named)."""
+    if weight_col is None:
+        weight_col = next(n for n in UNIT_WEIGHT_COLUMNS if n not in (src_col, dst_col))
+    return src_col, dst_col, weight_col
 
 
 def source_set_folder(k: int) -> str:
