@@ -24,7 +24,7 @@ from tasks.parameters import BACKENDS
 from tasks.parquet.store import locations
 from tasks.parquet.dataset.filters import parse as parse_filter
 from tasks.parquet.dataset.plan import InputPlan, plan_input
-from tasks.parquet.write.results import COMPRESSIONS, LAYOUTS, WRITERS
+from tasks.parquet.write.results import COMPRESSIONS, LAYOUTS, WRITERS, result_paths
 from tasks.partitioned_tasks import decide_partitions
 from tasks.report import RunSummary, describe, input_stem
 
@@ -62,7 +62,8 @@ def output_directory(output: str | None, input_path: str) -> str:
     if output is None:
         return default_output(input_path)
     if output == "":
-        raise InputError(f"output: an empty path; give a directory, or leave it out for {default_output(input_path)}/")
+        raise InputError(f"output: an empty path; give a directory or a .parquet file, or leave it out for "
+                         f"{default_output(input_path)}/")
     return output
 
 
@@ -78,6 +79,16 @@ def run_paths(input: str, output: str | None) -> tuple[str, str]:
     scheme is refused (tasks.parquet.store.locations)."""
     output = output_directory(output, input)
     return (_absolute("input", input) if input else input), _absolute("output", output)
+
+
+def run_results(output: str, names: list[str]) -> tuple[str, list[str]]:
+    """The folder the run publishes into and its result paths (results.result_paths): OUTPUT/<name>
+    each, or OUTPUT itself for the run's one result where it names a Parquet file; a file for
+    several results fails the run at once, naming the output and the results."""
+    try:
+        return result_paths(output, names)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def check_filter(filter: str | None) -> None:

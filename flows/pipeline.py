@@ -17,14 +17,13 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName, Writer,
-    VertexId, check_filter, finish, partition_count, run_paths, run_plan,
+    VertexId, check_filter, finish, partition_count, run_paths, run_plan, run_results,
 )
 from flows.runners import ChosenAtRunStart
 from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, spanning_forest, results_writer, validate_bfs, validate_forest,
 )
 from tasks.parameters import source_plan
-from tasks.parquet.store.locations import join
 from tasks.parquet.publish.output_paths import check_output_paths
 from tasks.parquet.write.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
 from tasks.partitioned_tasks import partitioned_runner
@@ -64,11 +63,10 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
     input, output = run_paths(input, output)
     check_filter(filter)
     sources = source_plan(source, source_sets)
-    outputs = sources.directories(output)
+    folder, results = run_results(output, [*sources.results(BFS_RESULT_NAME), FOREST_RESULT_NAME])
     plan = run_plan("pipeline", input, src_col, dst_col, weight_col, filter)
     count = partition_count("pipeline", plan, partitions, backend=backend, algorithms=("bfs", "msf"),
                             directed=directed)
-    results = [*(join(o, BFS_RESULT_NAME) for o in outputs), join(output, FOREST_RESULT_NAME)]
     check_output_paths(plan, results, directories=count > 1)
     if count > 1:
         run = partitioned_runner(results, input)
@@ -84,7 +82,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
     checks = [*validate_bfs.map(unmapped(prepared), searches, unmapped(directed), unmapped(depth_limit), sources.keys),
               validate_forest.submit(prepared, forest)]
     write = results_writer(results, input)
-    summary = write.submit(prepared, searches, outputs, forest, output, compression, graph=graph,
+    summary = write.submit(prepared, searches, results, forest, folder, compression, graph=graph,
                            checks=checks, writer=writer)
     return finish("pipeline", input, summary, started, [prepared, graph, searches, forest, checks, summary])
 

@@ -41,11 +41,11 @@ from tasks.forest_weight import KRUSKAL_LIMIT, kruskal_check, reported_total
 from tasks.lineage import materializing
 from tasks.memory import check_device_memory, check_host_memory, device_memory_guard
 from tasks.parquet.dataset.plan import InputPlan
-from tasks.parquet.store.locations import absolute, join
+from tasks.parquet.store.locations import absolute
 from tasks.parquet.publish.publish import publish_results
 from tasks.parquet.read.reader import read_edges
 from tasks.parquet.write.results import (
-    BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_COLUMNS, FOREST_RESULT_NAME, forest_columns,
+    DEFAULT_COMPRESSION, FOREST_COLUMNS, forest_columns,
 )
 from tasks.parquet.write.tables import (
     dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table, vertex_names,
@@ -307,11 +307,13 @@ WRITE_OPTIONS = dict(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry
 
 
 @task(**WRITE_OPTIONS)
-def write_results(prepared: Timed, searches: list, outputs: list[str], forest: Timed | None = None,
+def write_results(prepared: Timed, searches: list, results: list[str], forest: Timed | None = None,
                   output: str | None = None, compression: str = DEFAULT_COMPRESSION, graph: Timed | None = None,
                   checks: list = (), writer: str = "auto") -> RunSummary:
-    """Every result file of the run at once, each written atomically: OUTPUT/bfs_distances.parquet
-    per search (``outputs``, in the order of ``searches``) and OUTPUT/mst_edges.parquet. Then the
+    """Every result file of the run at once, each written atomically to its path in ``results``
+    (tasks.parquet.write.results.result_paths): each search's (bfs_distances.parquet), in the
+    order of ``searches``, then the forest's (mst_edges.parquet) where there is one, all in the
+    folder ``output`` (a file target's folder). Then the
     BFS results an earlier run left under OUTPUT that this run does not replace are removed, all
     while no other run publishes into OUTPUT (tasks.parquet.publish.publish.publish_results). Runs once every
     check in ``checks`` passed, and returns the run's summary (summarize), the one product the
@@ -340,14 +342,14 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
         return names
 
     tables = {}
-    for s, o in zip(searches, outputs):
+    for s, path in zip(searches, results):
         r = s.value.result
-        tables[join(o, BFS_RESULT_NAME)] = result(
+        tables[path] = result(
             lambda: dense_bfs_columns(xp, ids, r.distance, r.predecessor),
             lambda: dense_bfs_table(host_names(), be.to_host(r.distance), be.to_host(r.predecessor)))
     if forest is not None:
         rows, e = forest.value.edges, p.edges  # an edge's index is its input row
-        tables[join(output, FOREST_RESULT_NAME)] = result(
+        tables[results[len(searches)]] = result(
             lambda: dense_forest_columns(xp, ids, e.src[rows], e.dst[rows], e.weight[rows], p.columns),
             lambda: dense_forest_table(host_names(), *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight)),
                                        p.columns))

@@ -62,6 +62,7 @@ class RunSpec:
     kruskal_limit: int
     reader: str = "auto"  # the Parquet reader (tasks.parquet.read.reader)
     writer: str = "auto"  # the Parquet writer of the parts (tasks.parquet.write.result_files.ResultWriter)
+    forest_result: str = FOREST_RESULT_NAME  # where the forest goes, relative to the output
 
 
 def nccl_unique_id() -> tuple:
@@ -274,7 +275,7 @@ class _Rank:
                 both = host(ends)
                 return forest_table(both.slice(0, k), both.slice(k), be.to_host(w), named)
 
-            tables[FOREST_RESULT_NAME], by = encoder.choose(forest_result_columns, forest_host_table, refused)
+            tables[spec.forest_result], by = encoder.choose(forest_result_columns, forest_host_table, refused)
             writers.append(by)
         self.summary["writers"] = writers
         if locations.is_store(spec.staging):  # the driver joins the parts as it publishes (store_staging)

@@ -21,7 +21,7 @@ from tasks.parquet.store import locations
 from tasks.parquet.dataset.discovery import SKIP_PREFIXES
 from tasks.parquet.dataset.plan import InputPlan
 from tasks.parquet.store.filesystem import LocalFilesystem, StorePath, reason, resolve
-from tasks.parquet.write.results import RESULT_PART
+from tasks.parquet.write.results import BFS_RESULT_NAME, FOREST_RESULT_NAME, RESULT_PART
 
 
 def is_result_dataset(path: Path) -> bool:
@@ -102,7 +102,10 @@ def check_output_paths(plan: InputPlan, targets: list[str | os.PathLike], direct
                                       "run's part files, so it is taken to be yours; remove it or write the "
                                       "results elsewhere")
             else:
-                raise OutputError(f"{target}: output path exists and is not a regular file")
+                hint = ("; an output ending in .parquet names the result file: end it with / to write into "
+                        "that folder" if target.is_dir() and target.name not in (BFS_RESULT_NAME, FOREST_RESULT_NAME)
+                        else "")
+                raise OutputError(f"{target}: output path exists and is not a regular file{hint}")
         # whether a folder may be written is left to the write: with a remote Dask cluster the
         # workers write, and a path missing here may exist there
         existing = out
