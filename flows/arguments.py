@@ -7,6 +7,7 @@ command prints as one ``error:`` line (exit 1).
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import sys
 
@@ -118,7 +119,7 @@ def _id_list(text: str) -> list[str]:
 
 def build_parser(kind: str) -> Parser:
     parser = Parser(prog=f"python -m flows.{kind}", description=DESCRIPTIONS[kind], epilog=EPILOG)
-    parser.add_argument("input", help="Parquet file or directory of Parquet files (one edge per row)")
+    parser.add_argument("input", help="Parquet file, directory of Parquet files, or quoted glob pattern of them (one edge per row)")
     parser.add_argument("--output", metavar="DIR", type=_directory,
                         help="output directory (default: output/<input stem>/), or, for a run of one result, "
                              "that result's file: a path ending in .parquet, .parq or .pq")
@@ -241,6 +242,10 @@ def check(args: argparse.Namespace) -> str:
         _check_file_target(args)
     if locations.is_store(args.input):
         pass  # the run reads it, and names what is wrong with it
+    elif locations.is_pattern(args.input) and not os.path.exists(locations.local_path(args.input)):
+        # a glob pattern: its matches are the dataset (the run's one walk takes them by the dataset rule)
+        if next(glob.iglob(locations.local_path(args.input), recursive=True), None) is None:
+            raise UsageError(f"no file matches {args.input}")
     elif not os.path.exists(locations.local_path(args.input)):
         if os.path.islink(args.input):
             raise UsageError(f"{args.input}: dangling symbolic link (to {os.readlink(args.input)})")

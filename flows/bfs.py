@@ -46,7 +46,7 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
     across workers) -> verify each -> write each bfs_distances.parquet.
 
     Args:
-        input: Parquet file or directory of Parquet files, one edge per row.
+        input: Parquet file, directory of Parquet files, or glob pattern of them (data/parts/*.parquet), one edge per row.
         source: Vertex ids of one search from all of them (give this or source_sets).
         source_sets: Lists of vertex ids, one separate search per list, each written to OUTPUT/source-set-K/.
         output: Directory for bfs_distances.parquet (default: output/graph/ for input data/graph.parquet), or, for one search (source, or one source set), the result's own file: a path ending in .parquet, .parq or .pq.

@@ -39,7 +39,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
     """Minimum spanning forest: load -> renumber -> Boruvka -> verify -> write mst_edges.parquet.
 
     Args:
-        input: Parquet file or directory of Parquet files, one edge per row.
+        input: Parquet file, directory of Parquet files, or glob pattern of them (data/parts/*.parquet), one edge per row.
         output: Directory for mst_edges.parquet (default: output/graph/ for input data/graph.parquet), or the forest's own file: a path ending in .parquet, .parq or .pq.
         src_col: Column of source vertex ids (integers or strings).
         dst_col: Column of destination vertex ids (same type as src_col).

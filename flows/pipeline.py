@@ -42,7 +42,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
     source set and Boruvka, in parallel -> verify all -> write all (and summarize).
 
     Args:
-        input: Parquet file or directory of Parquet files, one edge per row.
+        input: Parquet file, directory of Parquet files, or glob pattern of them (data/parts/*.parquet), one edge per row.
         source: Vertex ids of one search from all of them (give this or source_sets).
         source_sets: Lists of vertex ids, one separate search per list, each written to OUTPUT/source-set-K/.
         output: Directory for bfs_distances.parquet and mst_edges.parquet (default: output/graph/ for input data/graph.parquet).

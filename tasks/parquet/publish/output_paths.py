@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tasks.errors import InputError, OutputError
 from tasks.parquet.store import locations
-from tasks.parquet.dataset.discovery import SKIP_PREFIXES
+from tasks.parquet.dataset.discovery import SKIP_PREFIXES, dataset_root
 from tasks.parquet.dataset.plan import InputPlan
 from tasks.parquet.store.filesystem import LocalFilesystem, StorePath, reason, resolve
 from tasks.parquet.write.results import BFS_RESULT_NAME, FOREST_RESULT_NAME, RESULT_PART
@@ -133,7 +133,7 @@ def check_store_outputs(input: str, targets: list[str], directories: bool) -> No
             raise OutputError(f"{target}: bucket {path.bucket!r} does not exist")
         if locations.is_store(input) and locations.scheme(input) == fs.scheme:
             # keys, not URIs: one key has several spellings (memory:///g/edges is memory://g/edges)
-            _, source = resolve(input, InputError)
+            _, source = resolve(dataset_root(input), InputError)  # a glob pattern: the prefix it searches
             inside = path.parent.key + "/"
             prefix = source.key + "/"
             below = inside[len(prefix):].split("/") if inside.startswith(prefix) else None
