@@ -7,6 +7,7 @@ command prints as one ``error:`` line (exit 1).
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import sys
 
@@ -15,7 +16,10 @@ from tasks import settings
 from tasks.parameters import BACKENDS, READERS, RUNNERS, parse_partitions, weight_column
 from tasks.parquet.store import locations
 from tasks.parquet.dataset.filters import FilterError, parse as parse_filter
-from tasks.parquet.write.results import COMPRESSIONS, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, LAYOUTS, WRITERS
+from tasks.parquet.write.results import (
+    BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME, LAYOUTS, WRITERS,
+    result_paths, source_set_folder,
+)
 
 DESCRIPTIONS = {
     "mst": "Minimum spanning forest of a Parquet edge list, written to OUTPUT/mst_edges.parquet.",
@@ -117,8 +121,10 @@ def _id_list(text: str) -> list[str]:
 def build_parser(kind: str) -> Parser:
     parser = Parser(prog=f"python -m flows.{kind}", description=DESCRIPTIONS[kind], epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"parquet-graph-pipeline {__version__}")
-    parser.add_argument("input", help="Parquet file or directory of Parquet files (one edge per row)")
-    parser.add_argument("--output", metavar="DIR", type=_directory, help="output directory (default: output/<input stem>/)")
+    parser.add_argument("input", help="Parquet file, directory of Parquet files, or quoted glob pattern of them (one edge per row)")
+    parser.add_argument("--output", metavar="DIR", type=_directory,
+                        help="output directory (default: output/<input stem>/), or, for a run of one result, "
+                             "that result's file: a path ending in .parquet, .parq or .pq")
     parser.add_argument("--src-col", default="src", metavar="C", help="source vertex column (default: src)")
     parser.add_argument("--dst-col", default="dst", metavar="C", help="destination vertex column (default: dst)")
     if kind != "bfs":
@@ -213,6 +219,17 @@ def _choices(names: tuple[str, ...]) -> str:
     return f"{', '.join(names[:-1])} or {names[-1]}"
 
 
+def _check_file_target(args: argparse.Namespace) -> None:
+    """An --output ending in .parquet names the run's one result file: refused for several."""
+    searches = [BFS_RESULT_NAME] if getattr(args, "source", None) else []
+    searches += [f"{source_set_folder(k)}/{BFS_RESULT_NAME}" for k in range(len(getattr(args, "source_set", None) or []))]
+    forest = [FOREST_RESULT_NAME] if hasattr(args, "weight_col") else []
+    try:
+        result_paths(args.output, searches + forest)
+    except ValueError as exc:
+        raise UsageError(f"--{exc}") from None
+
+
 def check(args: argparse.Namespace) -> str:
     """Checks that need no import; returns the runner kind asked for. Sets ``args.partitions``
     from $GRAPH_PARTITIONS when the option was not given."""
@@ -227,8 +244,14 @@ def check(args: argparse.Namespace) -> str:
             locations.check_scheme(location)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    if args.output is not None:
+        _check_file_target(args)
     if locations.is_store(args.input):
         pass  # the run reads it, and names what is wrong with it
+    elif locations.is_pattern(args.input) and not os.path.exists(locations.local_path(args.input)):
+        # a glob pattern: its matches are the dataset (the run's one walk takes them by the dataset rule)
+        if next(glob.iglob(locations.local_path(args.input), recursive=True), None) is None:
+            raise UsageError(f"no file matches {args.input}")
     elif not os.path.exists(locations.local_path(args.input)):
         if os.path.islink(args.input):
             raise UsageError(f"{args.input}: dangling symbolic link (to {os.readlink(args.input)})")

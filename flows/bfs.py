@@ -22,7 +22,7 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName, Writer,
-    VertexId, check_filter, finish, partition_count, run_plan,
+    VertexId, check_filter, finish, partition_count, run_plan, run_results,
 )
 from flows.inputs import run_paths
 from flows.runners import ChosenAtRunStart
@@ -30,7 +30,6 @@ from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, results_writer, validate_bfs,
 )
 from tasks.parameters import source_plan
-from tasks.parquet.store.locations import join
 from tasks.parquet.publish.output_paths import check_output_paths
 from tasks.parquet.write.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT
 from tasks.partitioned_tasks import partitioned_runner
@@ -48,10 +47,10 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
     across workers) -> verify each -> write each bfs_distances.parquet.
 
     Args:
-        input: Parquet file or directory of Parquet files, one edge per row.
+        input: Parquet file, directory of Parquet files, or glob pattern of them (data/parts/*.parquet), one edge per row.
         source: Vertex ids of one search from all of them (give this or source_sets).
         source_sets: Lists of vertex ids, one separate search per list, each written to OUTPUT/source-set-K/.
-        output: Directory for bfs_distances.parquet (default: output/graph/ for input data/graph.parquet).
+        output: Directory for bfs_distances.parquet (default: output/graph/ for input data/graph.parquet), or, for one search (source, or one source set), the result's own file: a path ending in .parquet, .parq or .pq.
         directed: Follow edges src -> dst only (default: both ways).
         depth_limit: Stop after this many levels (default: no limit).
         src_col: Column of source vertex ids (integers or strings).
@@ -68,10 +67,9 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
     input, output = run_paths(input, output)
     check_filter(filter)
     sources = source_plan(source, source_sets)
-    outputs = sources.directories(output)
+    folder, results = run_results(output, sources.results(BFS_RESULT_NAME))
     plan = run_plan("bfs", input, src_col, dst_col, None, filter)
     count = partition_count("bfs", plan, partitions, backend=backend, algorithms=("bfs",), directed=directed)
-    results = [join(o, BFS_RESULT_NAME) for o in outputs]
     check_output_paths(plan, results, directories=count > 1)
     if count > 1:
         run = partitioned_runner(results, input)
@@ -85,7 +83,7 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
                                         sources.keys)
     checks = validate_bfs.map(unmapped(prepared), searches, unmapped(directed), unmapped(depth_limit), sources.keys)
     write = results_writer(results, input)
-    summary = write.submit(prepared, searches, outputs, output=output, compression=compression, graph=graph,
+    summary = write.submit(prepared, searches, results, output=folder, compression=compression, graph=graph,
                            checks=checks, writer=writer)
     return finish("bfs", input, summary, started, [prepared, graph, searches, checks, summary])
 

@@ -26,7 +26,8 @@ def output_directory(output: str | None, input_path: str) -> str:
     if output is None:
         return default_output(input_path)
     if output == "":
-        raise InputError(f"output: an empty path; give a directory, or leave it out for {default_output(input_path)}/")
+        raise InputError(f"output: an empty path; give a directory or a .parquet file, or leave it out for "
+                         f"{default_output(input_path)}/")
     return output
 
 

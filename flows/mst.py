@@ -2,7 +2,8 @@
 
     python -m flows.mst data/graph.parquet [--output DIR] [--weight-col C] [--runner threads]
 
-Writes DIR/mst_edges.parquet: src, dst, weight, one row per forest edge (the chosen input row),
+Writes DIR/mst_edges.parquet (or the file --output names, where it ends in .parquet): the
+input's source, destination and weight columns, one row per forest edge (the chosen input row),
 in input row order. With --partitions N (N > 1) the graph is split over N Dask workers; with
 --output-layout dataset the result is a directory of one part per partition.
 """
@@ -17,7 +18,7 @@ from prefect import flow
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, OutputLayout, Partitions, RunName, Writer, finish,
-    check_filter, partition_count, run_plan,
+    check_filter, partition_count, run_plan, run_results,
 )
 from flows.inputs import run_paths
 from flows.runners import ChosenAtRunStart
@@ -25,7 +26,6 @@ from tasks.graph_tasks import (
     load_edges, results_writer, spanning_forest, validate_forest,
 )
 from tasks.parameters import weight_column
-from tasks.parquet.store.locations import join
 from tasks.parquet.publish.output_paths import check_output_paths
 from tasks.parquet.write.results import DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
 from tasks.partitioned_tasks import partitioned_runner
@@ -41,8 +41,8 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
     """Minimum spanning forest: load -> renumber -> Boruvka -> verify -> write mst_edges.parquet.
 
     Args:
-        input: Parquet file or directory of Parquet files, one edge per row.
-        output: Directory for mst_edges.parquet (default: output/graph/ for input data/graph.parquet).
+        input: Parquet file, directory of Parquet files, or glob pattern of them (data/parts/*.parquet), one edge per row.
+        output: Directory for mst_edges.parquet (default: output/graph/ for input data/graph.parquet), or the forest's own file: a path ending in .parquet, .parq or .pq.
         src_col: Column of source vertex ids (integers or strings).
         dst_col: Column of destination vertex ids (same type as src_col).
         weight_col: Column of edge weights (numeric, finite), or None (or "none") for an unweighted edge list: the forest of unit weights.
@@ -60,7 +60,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
     weight_col = weight_column(weight_col)
     plan = run_plan("mst", input, src_col, dst_col, weight_col, filter)
     count = partition_count("mst", plan, partitions, backend=backend, algorithms=("msf",))
-    results = [join(output, FOREST_RESULT_NAME)]
+    folder, results = run_results(output, [FOREST_RESULT_NAME])
     check_output_paths(plan, results, directories=count > 1)
     if count > 1:
         run = partitioned_runner(results, input)
@@ -71,7 +71,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
     forest = spanning_forest.submit(prepared)
     check = validate_forest.submit(prepared, forest)
     write = results_writer(results, input)
-    summary = write.submit(prepared, [], [], forest, output, compression, checks=[check], writer=writer)
+    summary = write.submit(prepared, [], results, forest, folder, compression, checks=[check], writer=writer)
     return finish("mst", input, summary, started, [prepared, forest, check, summary])
 
 

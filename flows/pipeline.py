@@ -17,7 +17,7 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName, Writer,
-    VertexId, check_filter, finish, partition_count, run_plan,
+    VertexId, check_filter, finish, partition_count, run_plan, run_results,
 )
 from flows.inputs import run_paths
 from flows.runners import ChosenAtRunStart
@@ -25,7 +25,6 @@ from tasks.graph_tasks import (
     breadth_first_search, build_csr, load_edges, spanning_forest, results_writer, validate_bfs, validate_forest,
 )
 from tasks.parameters import source_plan, weight_column
-from tasks.parquet.store.locations import join
 from tasks.parquet.publish.output_paths import check_output_paths
 from tasks.parquet.write.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
 from tasks.partitioned_tasks import partitioned_runner
@@ -44,7 +43,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
     source set and Boruvka, in parallel -> verify all -> write all (and summarize).
 
     Args:
-        input: Parquet file or directory of Parquet files, one edge per row.
+        input: Parquet file, directory of Parquet files, or glob pattern of them (data/parts/*.parquet), one edge per row.
         source: Vertex ids of one search from all of them (give this or source_sets).
         source_sets: Lists of vertex ids, one separate search per list, each written to OUTPUT/source-set-K/.
         output: Directory for bfs_distances.parquet and mst_edges.parquet (default: output/graph/ for input data/graph.parquet).
@@ -65,12 +64,11 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
     input, output = run_paths(input, output)
     check_filter(filter)
     sources = source_plan(source, source_sets)
-    outputs = sources.directories(output)
+    folder, results = run_results(output, [*sources.results(BFS_RESULT_NAME), FOREST_RESULT_NAME])
     weight_col = weight_column(weight_col)
     plan = run_plan("pipeline", input, src_col, dst_col, weight_col, filter)
     count = partition_count("pipeline", plan, partitions, backend=backend, algorithms=("bfs", "msf"),
                             directed=directed)
-    results = [*(join(o, BFS_RESULT_NAME) for o in outputs), join(output, FOREST_RESULT_NAME)]
     check_output_paths(plan, results, directories=count > 1)
     if count > 1:
         run = partitioned_runner(results, input)
@@ -86,7 +84,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
     checks = [*validate_bfs.map(unmapped(prepared), searches, unmapped(directed), unmapped(depth_limit), sources.keys),
               validate_forest.submit(prepared, forest)]
     write = results_writer(results, input)
-    summary = write.submit(prepared, searches, outputs, forest, output, compression, graph=graph,
+    summary = write.submit(prepared, searches, results, forest, folder, compression, graph=graph,
                            checks=checks, writer=writer)
     return finish("pipeline", input, summary, started, [prepared, graph, searches, forest, checks, summary])
 

@@ -41,10 +41,12 @@ from tasks.forest_weight import KRUSKAL_LIMIT, kruskal_check, reported_total
 from tasks.lineage import materializing
 from tasks.memory import check_device_memory, check_host_memory, device_memory_guard
 from tasks.parquet.dataset.plan import InputPlan
-from tasks.parquet.store.locations import absolute, join
+from tasks.parquet.store.locations import absolute
 from tasks.parquet.publish.publish import publish_results
 from tasks.parquet.read.reader import read_edges
-from tasks.parquet.write.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, FOREST_RESULT_NAME
+from tasks.parquet.write.results import (
+    DEFAULT_COMPRESSION, FOREST_COLUMNS, forest_columns,
+)
 from tasks.parquet.write.tables import (
     dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table, vertex_names,
 )
@@ -76,6 +78,7 @@ class PreparedEdges:
     unit_weights: bool = False  # an unweighted input's forest: every edge weighs 1 (UNIT_WEIGHT)
     selection: dict | None = None  # what a filter kept (the filter keys of RunSummary)
     reader: dict | None = None  # which Parquet reader decoded what (tasks.parquet.read.host_reader)
+    columns: tuple[str, str, str] = FOREST_COLUMNS  # the forest's column names (results.forest_columns)
 
     @property
     def rows(self) -> int:
@@ -148,7 +151,7 @@ def prepare_input(plan: InputPlan, backend: str | None, algorithms=("bfs", "msf"
         be.synchronize(xp)
     return PreparedEdges(edges, be.to_host(ids), names, path, skipped, backend, be.device_name(backend),
                          edges.self_loops(), read_seconds, time.perf_counter() - start, unit_weights, selection,
-                         report)
+                         report, forest_columns(plan.src_col, plan.dst_col, plan.weight_col))
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False,
@@ -304,11 +307,13 @@ WRITE_OPTIONS = dict(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry
 
 
 @task(**WRITE_OPTIONS)
-def write_results(prepared: Timed, searches: list, outputs: list[str], forest: Timed | None = None,
+def write_results(prepared: Timed, searches: list, results: list[str], forest: Timed | None = None,
                   output: str | None = None, compression: str = DEFAULT_COMPRESSION, graph: Timed | None = None,
                   checks: list = (), writer: str = "auto") -> RunSummary:
-    """Every result file of the run at once, each written atomically: OUTPUT/bfs_distances.parquet
-    per search (``outputs``, in the order of ``searches``) and OUTPUT/mst_edges.parquet. Then the
+    """Every result file of the run at once, each written atomically to its path in ``results``
+    (tasks.parquet.write.results.result_paths): each search's (bfs_distances.parquet), in the
+    order of ``searches``, then the forest's (mst_edges.parquet) where there is one, all in the
+    folder ``output`` (a file target's folder). Then the
     BFS results an earlier run left under OUTPUT that this run does not replace are removed, all
     while no other run publishes into OUTPUT (tasks.parquet.publish.publish.publish_results). Runs once every
     check in ``checks`` passed, and returns the run's summary (summarize), the one product the
@@ -337,16 +342,17 @@ def write_results(prepared: Timed, searches: list, outputs: list[str], forest: T
         return names
 
     tables = {}
-    for s, o in zip(searches, outputs):
+    for s, path in zip(searches, results):
         r = s.value.result
-        tables[join(o, BFS_RESULT_NAME)] = result(
+        tables[path] = result(
             lambda: dense_bfs_columns(xp, ids, r.distance, r.predecessor),
             lambda: dense_bfs_table(host_names(), be.to_host(r.distance), be.to_host(r.predecessor)))
     if forest is not None:
         rows, e = forest.value.edges, p.edges  # an edge's index is its input row
-        tables[join(output, FOREST_RESULT_NAME)] = result(
-            lambda: dense_forest_columns(xp, ids, e.src[rows], e.dst[rows], e.weight[rows]),
-            lambda: dense_forest_table(host_names(), *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight))))
+        tables[results[len(searches)]] = result(
+            lambda: dense_forest_columns(xp, ids, e.src[rows], e.dst[rows], e.weight[rows], p.columns),
+            lambda: dense_forest_table(host_names(), *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight)),
+                                       p.columns))
     written, removed = publish_results(tables, output, compression, check=check_flow_run_going)
     # absolute, as seen by the process that wrote them: the summary names them for the user
     paths = [absolute(path) for path in written]

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from tasks.errors import InputError
-from tasks.parquet.store.locations import join
 
 BACKENDS = ("auto", "numpy", "cupy")  # auto: cupy when a GPU is usable (kernels.backend.resolve)
 RUNNERS = ("auto", "dask", "threads")  # where tasks run (flows/runners.py)
@@ -59,10 +58,6 @@ class SourcePlan:
     sets: list[list]
     folders: list[str]
     keys: list[int | None]
-
-    def directories(self, output: str) -> list[str]:
-        """Each search's output directory under ``output``."""
-        return [join(output, folder) if folder else output for folder in self.folders]
 
     def results(self, name: str) -> list[str]:
         """Each search's result ``name`` relative to the output: name, or source-set-K/name."""

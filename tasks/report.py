@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
+from tasks.parquet.store import locations
 from tasks.parquet.store.locations import absolute
 
 
@@ -256,7 +257,10 @@ def failure_rows(input: str, message: str, validation_failed: bool) -> list[dict
 
 
 def input_stem(input_path: str) -> str:
-    """The input's file or directory name without its suffix: graph for data/graph.parquet."""
+    """The input's file or directory name without its suffix: graph for data/graph.parquet
+    (parts for a glob pattern data/parts/*.parquet: the folder its matches are below)."""
+    if locations.is_pattern(input_path):
+        input_path = locations.pattern_base(input_path)
     return Path(str(input_path).rstrip("/")).stem
 
 

@@ -114,11 +114,11 @@ def queue_bfs(src, dst, sources, directed=False, limit=None):
 
 
 def assert_forest(path, src, dst, weight):
-    """The forest file at ``path`` holds Kruskal's rows (kruskal_rows), in row order."""
+    """The forest file at ``path`` holds Kruskal's rows (kruskal_rows), in row order: its source,
+    destination and weight columns, named as the input's, read by their place."""
     forest = pq.read_table(path)
     rows = kruskal_rows(src, dst, weight)
-    assert list(zip(forest["src"].to_pylist(), forest["dst"].to_pylist(), forest["weight"].to_pylist())) == \
-        [(src[i], dst[i], weight[i]) for i in rows]
+    assert list(zip(*(forest.column(i).to_pylist() for i in range(3)))) == [(src[i], dst[i], weight[i]) for i in rows]
 
 
 def assert_distances(path, src, dst, sources, directed=False, limit=None):

@@ -234,7 +234,8 @@ def test_every_workers_artifacts_are_on_the_server_when_a_run_on_a_running_clust
                 forest = spanning_forest.submit(prepared)
             with dask.annotate(workers=[write_worker], allow_other_workers=False):
                 check = validate_forest.submit(prepared, forest)
-                summary = write_results.submit(prepared, [], [], forest, output, checks=[check])
+                summary = write_results.submit(prepared, [], [f"{output}/mst_edges.parquet"], forest, output,
+                                               checks=[check])
             return finish("mst", input, summary, time.perf_counter(), [prepared, forest, check, summary])
 
         state = mst_on_two_workers.with_options(task_runner=task_runner(address=cluster.scheduler_address))(

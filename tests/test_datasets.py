@@ -366,6 +366,7 @@ def test_a_dotted_column_name_beside_a_struct_of_the_same_path_reads_the_top_lev
                                       "--weight-col", "重さ", "--output", tmp_path / "o"], capsys)
     assert code == 0, err
     assert_forest(tmp_path / "o" / "mst_edges.parquet", src, dst, weight)
+    assert pq.read_schema(tmp_path / "o" / "mst_edges.parquet").names == ["a.b", "x.y", "重さ"]
 
 
 @pytest.mark.parametrize("partitions", [1, 2])

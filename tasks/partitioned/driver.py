@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import time
 import uuid
@@ -37,7 +38,8 @@ from tasks.parquet.publish.publish import (
     publish, publishing, remove_earlier_bfs_results, remove_stale_staging, remove_staging, staging_name,
 )
 from tasks.parquet.write.results import (
-    BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, FOREST_RESULT_NAME, LAYOUTS, WRITERS,
+    BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, FOREST_RESULT_NAME, LAYOUTS, WRITERS, is_file_target,
+    result_paths,
 )
 from tasks.parquet.publish.store_staging import close_staging, open_staging, publish_staged
 from tasks.partitioned.comm_tcp import CommError, comm_timeout, open_endpoint
@@ -177,7 +179,8 @@ def run_partitioned(input: InputPlan | str, output: str, partitions=2, *, source
     it keeps: every rank reads through the one plan), over ``partitions`` Dask
     workers of ``client`` (a LocalCluster of that many workers when None). Results go to
     ``output`` as one file each (``output_layout="file"``) or one dataset directory each
-    (``"dataset"``), only after every result verified; ``check()``, called just before the first
+    (``"dataset"``), only after every result verified (an ``output`` ending in .parquet names the
+    run's one result itself: results.result_paths); ``check()``, called just before the first
     result is moved into place, may still refuse (raise). ``reader``: the Parquet reader each
     rank reads its share with (tasks.parquet.read.reader); ``writer``: what encodes each rank's
     parts (auto, gpu or host: tasks.parquet.write.result_files.ResultWriter). Returns the run's
@@ -195,6 +198,7 @@ def run_partitioned(input: InputPlan | str, output: str, partitions=2, *, source
     sets, bfs_results = searches.sets, searches.results(BFS_RESULT_NAME)
     if not sets and not forest:
         raise InputError("nothing to compute: give a BFS source or ask for the forest")
+    output, bfs_results, forest_result = _named_results(output, bfs_results, forest)
     plan = as_plan(input, src_col, dst_col, weight_col if forest else None, filter)
     for ids in sets:
         if not ids:  # a search from nowhere reaches nothing, and that answer would pass its checks
@@ -205,9 +209,24 @@ def run_partitioned(input: InputPlan | str, output: str, partitions=2, *, source
         count = _requested_partitions(partitions)
         with _own_cluster(None if count == "auto" else count, backend) as own:
             return _drive(own, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
-                          output, output_layout, compression, timeout, started, check, reader, writer)
+                          output, output_layout, compression, timeout, started, check, reader, writer, forest_result)
     return _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
-                  output, output_layout, compression, timeout, started, check, reader, writer)
+                  output, output_layout, compression, timeout, started, check, reader, writer, forest_result)
+
+
+def _named_results(output: str, bfs_results: list[str], forest: bool) -> tuple[str, list[str], str]:
+    """The output folder, each search's result and the forest's, relative to it: OUTPUT/<name>,
+    or, where ``output`` names a Parquet file (results.result_paths), that file for the run's one
+    result (in the ``dataset`` layout, a folder of parts of that name)."""
+    names = bfs_results + ([FOREST_RESULT_NAME] if forest else [])
+    try:
+        folder, paths = result_paths(output, names)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    if not is_file_target(output):
+        return output, bfs_results, FOREST_RESULT_NAME
+    name = paths[0].rsplit("/", 1)[-1] if locations.is_uri(output) else os.path.basename(paths[0])
+    return folder, [name] if bfs_results else [], name
 
 
 def _check_one_gpu_each(client, workers: list[str]) -> None:
@@ -224,7 +243,8 @@ def _check_one_gpu_each(client, workers: list[str]) -> None:
 
 
 def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend, output, layout,
-           compression, timeout, started, check=None, reader="auto", writer="auto") -> RunSummary:
+           compression, timeout, started, check=None, reader="auto", writer="auto",
+           forest_result=FOREST_RESULT_NAME) -> RunSummary:
     from distributed.comm import get_address_host
 
     workers = ordered_workers(client)
@@ -244,7 +264,7 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
     if backend == "cupy" and size > 1:
         _check_one_gpu_each(client, workers)
     token = uuid.uuid4().hex
-    results = bfs_results + ([FOREST_RESULT_NAME] if forest else [])
+    results = bfs_results + ([forest_result] if forest else [])
     stage = _StoreStage(output, token) if locations.is_store(output) else _LocalStage(output, token)
     futures = []
     try:
@@ -260,7 +280,7 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
                        staging=str(stage.staging), layout=layout, compression=compression, source_sets=sets,
                        bfs_results=bfs_results, forest=forest, directed=directed, depth_limit=depth_limit,
                        timeout=comm_timeout() if timeout is None else timeout, kruskal_limit=KRUSKAL_LIMIT,
-                       reader=reader, writer=writer)
+                       reader=reader, writer=writer, forest_result=forest_result)
         futures = [client.submit(rank_main, spec, rank, workers=[w], allow_other_workers=False, pure=False,
                                  retries=0, key=f"partitioned-rank-{rank}-{token}")
                    for rank, w in enumerate(workers)]

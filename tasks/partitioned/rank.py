@@ -29,7 +29,7 @@ from tasks.forest_weight import reported_total
 from tasks.parquet.read.checks import Signs, unify_signs
 from tasks.parquet.dataset.plan import InputPlan
 from tasks.parquet.read.reader import read_share
-from tasks.parquet.write.results import FOREST_RESULT_NAME
+from tasks.parquet.write.results import FOREST_RESULT_NAME, forest_columns
 from tasks.parquet.write.tables import ResultColumns, bfs_schema, bfs_table, forest_schema, forest_table
 from tasks.parquet.store import locations
 from tasks.parquet.publish.store_staging import upload_parts
@@ -63,6 +63,7 @@ class RunSpec:
     kruskal_limit: int
     reader: str = "auto"  # the Parquet reader (tasks.parquet.read.reader)
     writer: str = "auto"  # the Parquet writer of the parts (tasks.parquet.write.result_files.ResultWriter)
+    forest_result: str = FOREST_RESULT_NAME  # where the forest goes, relative to the output
 
 
 def nccl_unique_id() -> tuple:
@@ -271,16 +272,17 @@ class _Rank:
             ends = found(xp.concatenate([src[mine], dst[mine]]))
             k = int(mine.shape[0])
             w = weight[mine].astype(spec.plan.weight_dtype or UNIT_WEIGHT, copy=False)
+            named = forest_columns(spec.plan.src_col, spec.plan.dst_col, spec.plan.weight_col)
 
-            def forest_columns() -> ResultColumns:
-                return ResultColumns(forest_schema(pa.from_numpy_dtype(ends.dtype), pa.from_numpy_dtype(w.dtype)),
+            def forest_result_columns() -> ResultColumns:
+                return ResultColumns(forest_schema(pa.from_numpy_dtype(ends.dtype), pa.from_numpy_dtype(w.dtype), named),
                                      (ends[:k], ends[k:], w), (None, None, None))
 
             def forest_host_table() -> pa.Table:
                 both = host(ends)
-                return forest_table(both.slice(0, k), both.slice(k), be.to_host(w))
+                return forest_table(both.slice(0, k), both.slice(k), be.to_host(w), named)
 
-            tables[FOREST_RESULT_NAME], by = encoder.choose(forest_columns, forest_host_table, refused)
+            tables[spec.forest_result], by = encoder.choose(forest_result_columns, forest_host_table, refused)
             writers.append(by)
         self.summary["writers"] = writers
         if locations.is_store(spec.staging):  # the driver joins the parts as it publishes (store_staging)

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.errors import InputError
-from tasks.parquet.dataset.discovery import DatasetFiles, dataset_files
+from tasks.parquet.dataset.discovery import DatasetFiles, dataset_files, dataset_root
 from tasks.parquet.store.filesystem import Filesystem, resolve
 from tasks.parquet.write.results import RESULT_KEY
 from tasks.parquet.dataset.selection import Selection
@@ -155,7 +155,7 @@ def plan_input(path: str | os.PathLike, src_col: str = "src", dst_col: str = "ds
     """Files, row groups and types of a Parquet edge list, from the footers alone (and, with a
     ``filter``, its data columns: the rows it keeps, tasks.parquet.dataset.selection)."""
     check_columns(str(path), src_col, dst_col, weight_col)
-    selection = Selection(filter, resolve(path)[1]) if filter is not None else None
+    selection = Selection(filter, resolve(dataset_root(path))[1]) if filter is not None else None
     dataset = dataset_files(path, selection.keep_folder if selection else None)
     footers = plan_footers(str(path), dataset.files, src_col, dst_col, weight_col, dataset.skipped, selection)
     return InputPlan(str(path), footers, src_col, dst_col, weight_col, dataset, filter)

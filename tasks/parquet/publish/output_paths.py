@@ -18,10 +18,10 @@ from pathlib import Path
 
 from tasks.errors import InputError, OutputError
 from tasks.parquet.store import locations
-from tasks.parquet.dataset.discovery import SKIP_PREFIXES
+from tasks.parquet.dataset.discovery import SKIP_PREFIXES, dataset_root
 from tasks.parquet.dataset.plan import InputPlan
 from tasks.parquet.store.filesystem import LocalFilesystem, StorePath, reason, resolve
-from tasks.parquet.write.results import RESULT_PART
+from tasks.parquet.write.results import BFS_RESULT_NAME, FOREST_RESULT_NAME, RESULT_PART
 
 
 def is_result_dataset(path: Path) -> bool:
@@ -102,7 +102,10 @@ def check_output_paths(plan: InputPlan, targets: list[str | os.PathLike], direct
                                       "run's part files, so it is taken to be yours; remove it or write the "
                                       "results elsewhere")
             else:
-                raise OutputError(f"{target}: output path exists and is not a regular file")
+                hint = ("; an output ending in .parquet names the result file: end it with / to write into "
+                        "that folder" if target.is_dir() and target.name not in (BFS_RESULT_NAME, FOREST_RESULT_NAME)
+                        else "")
+                raise OutputError(f"{target}: output path exists and is not a regular file{hint}")
         # whether a folder may be written is left to the write: with a remote Dask cluster the
         # workers write, and a path missing here may exist there
         existing = out
@@ -130,7 +133,7 @@ def check_store_outputs(input: str, targets: list[str], directories: bool) -> No
             raise OutputError(f"{target}: bucket {path.bucket!r} does not exist")
         if locations.is_store(input) and locations.scheme(input) == fs.scheme:
             # keys, not URIs: one key has several spellings (memory:///g/edges is memory://g/edges)
-            _, source = resolve(input, InputError)
+            _, source = resolve(dataset_root(input), InputError)  # a glob pattern: the prefix it searches
             inside = path.parent.key + "/"
             prefix = source.key + "/"
             below = inside[len(prefix):].split("/") if inside.startswith(prefix) else None

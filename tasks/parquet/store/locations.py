@@ -77,3 +77,22 @@ def join(location: str | os.PathLike, *names: str) -> str:
 def absolute(location: str | os.PathLike) -> str:
     """A URI as it is; a path made absolute (os.path.abspath)."""
     return str(location) if is_uri(location) else os.path.abspath(location)
+
+
+GLOB_MAGIC = re.compile(r"[*?[]")
+
+
+def is_pattern(location: str | os.PathLike) -> bool:
+    """Whether ``location`` holds a glob pattern (``*``, ``?``, ``[...]``; ``**`` for any folders)."""
+    return GLOB_MAGIC.search(str(location)) is not None
+
+
+def pattern_base(location: str | os.PathLike) -> str:
+    """The part of a glob pattern before its first component with a wildcard: the folder its
+    matches are searched below (data/parts for data/parts/*.parquet)."""
+    text = str(location)
+    scheme_end = text.find("://") + 3 if is_uri(text) else 0
+    parts = text[scheme_end:].split("/")
+    first = next(i for i, part in enumerate(parts) if GLOB_MAGIC.search(part))
+    return text[:scheme_end] + ("/".join(parts[:first]) or ("/" if text[scheme_end:].startswith("/") else "."))
+

@@ -41,8 +41,11 @@ from tasks.parquet.codec.decompress import nvcomp_usable
 from tasks.parquet.store.filesystem import local
 from tasks.parquet.publish.output_paths import is_result_dataset, prepare_output_dir, remove_path
 from tasks.parquet.write.page_writer import compressor, refusal, write_columns
-from tasks.parquet.write.results import COMPRESSIONS, DEFAULT_COMPRESSION, RESULT_KEY, WRITERS, result_name
-from tasks.parquet.write.tables import ResultColumns
+from tasks.parquet.write.results import (
+    BFS_RESULT_NAME, COMPRESSIONS, DEFAULT_COMPRESSION, FOREST_COLUMNS, FOREST_RESULT_NAME, RESULT_KEY, WRITERS,
+    result_name,
+)
+from tasks.parquet.write.tables import ResultColumns, result_of
 
 # Dictionary encoding where it pays. Result columns of vertex ids (one distinct value per row in
 # bfs_distances, nearly so in mst_edges) never: the writer would build a dictionary for each
@@ -51,17 +54,32 @@ from tasks.parquet.write.tables import ResultColumns
 # the file 5% smaller). Distances always (a few dozen values). Weights when a sample of them
 # repeats (unit or small integer weights shrink well); random real weights are all distinct,
 # and building their dictionary cost 25-40% of the forest's write (8 M rows, same VM).
-ID_RESULT_COLUMNS = ("vertex", "predecessor", "src", "dst")
+# A column's role is its place in its result's schema (a forest's columns are named as its
+# input's: tables.forest_schema).
 DICTIONARY_SAMPLE = 65536
+
+
+def column_roles(table: pa.Table | ResultColumns) -> list[str]:
+    """Each column's role, "id", "weight" or "value", by the result its schema names
+    (tables.result_of): a forest's are id, id, weight; a search's vertex and predecessor are ids.
+    A schema that names no result is taken by its column names (src, dst, weight: the defaults)."""
+    names = table.schema.names
+    result = result_of(table.schema)
+    if result == FOREST_RESULT_NAME:
+        return ["id", "id", "weight"]
+    if result == BFS_RESULT_NAME:
+        return ["id" if n in ("vertex", "predecessor") else "value" for n in names]
+    defaults = dict(zip(FOREST_COLUMNS, ("id", "id", "weight")), vertex="id", predecessor="id")
+    return [defaults.get(n, "value") for n in names]
 
 
 def dictionary_columns(table: pa.Table | ResultColumns) -> list[str]:
     """The columns to dictionary-encode, by the rule above (the same for both encoders)."""
     chosen = []
-    for i, name in enumerate(table.schema.names):
-        if name in ID_RESULT_COLUMNS:
+    for i, (name, role) in enumerate(zip(table.schema.names, column_roles(table))):
+        if role == "id":
             continue
-        if name != "weight":
+        if role != "weight":
             chosen.append(name)
             continue
         if isinstance(table, ResultColumns):
@@ -179,12 +197,12 @@ def remove_stale_temporaries(output: str | os.PathLike, ending: int | None = Non
 def write_temporary(table: pa.Table | ResultColumns, target: Path, compression: str, threads: int,
                     remake_folder: bool = True) -> Path:
     """``table`` encoded into a temporary file beside ``target``, on disk (fsynced); its footer
-    names the result (RESULT_KEY). A pyarrow table is encoded on up to ``threads`` cores
+    names the result (RESULT_KEY: the one its schema names, else the target's result_name). A pyarrow table is encoded on up to ``threads`` cores
     (tasks.parquet.write.concat.write_table_parallel), ResultColumns by the page writer (host codecs
     and CRCs on up to ``threads`` cores). Nothing is left behind on failure. ``remake_folder``:
     a target folder removed meanwhile is made again (else the write fails: FileNotFoundError)."""
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                           RESULT_KEY: result_name(target).encode()})
+    table = table.replace_schema_metadata({RESULT_KEY: result_name(target).encode(),
+                                           **(table.schema.metadata or {})})
     for attempt in range(3):
         try:
             fd, tmp = tempfile.mkstemp(prefix=temporary_prefix(target), suffix=".tmp", dir=target.parent)

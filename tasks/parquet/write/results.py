@@ -7,16 +7,26 @@ rank (output layout ``dataset``) instead of one file (layout ``file``). Every re
 its result in its footer's key-value metadata under ``RESULT_KEY``; the reader refuses a
 dataset that mixes such a file with edge files (the result would be read as edges).
 
-Imports nothing but the standard library, like tasks.settings: the command line reads its
-choices from here before anything heavy is imported.
+Imports nothing but the standard library (and tasks.parquet.store.locations, which imports
+nothing else), like tasks.settings: the command line reads its choices from here before
+anything heavy is imported.
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import PurePath
 
+from tasks.parquet.store.locations import is_uri, join
+
 BFS_RESULT_NAME = "bfs_distances.parquet"
 FOREST_RESULT_NAME = "mst_edges.parquet"
+BFS_COLUMNS = ("vertex", "distance", "predecessor")
+# The forest's columns are the input's own (forest_columns); these are the defaults' names.
+FOREST_COLUMNS = ("src", "dst", "weight")
+# A forest of an unweighted input holds its unit weights in this column, or in the next name
+# where an id column already has it.
+UNIT_WEIGHT_COLUMNS = ("weight", "unit_weight", "unit_weight_")
 SOURCE_SET_FOLDER = re.compile(r"source-set-\d+")
 RESULT_PART = re.compile(r"part-\d{5}\.parquet")  # a partitioned run's part files
 
@@ -43,6 +53,40 @@ WRITERS = ("auto", "gpu", "host")
 # A partitioned run's result: one file (its ranks' parts joined) or a folder of parts.
 LAYOUTS = ("file", "dataset")
 DEFAULT_LAYOUT = "file"
+
+
+def forest_columns(src_col: str, dst_col: str, weight_col: str | None) -> tuple[str, str, str]:
+    """The forest's column names: the input's source, destination and weight columns, so that a
+    forest reads back as an edge list with the options its input was read with. An unweighted
+    input's unit weights go in ``weight`` (``unit_weight`` where an id column is so named)."""
+    if weight_col is None:
+        weight_col = next(n for n in UNIT_WEIGHT_COLUMNS if n not in (src_col, dst_col))
+    return src_col, dst_col, weight_col
+
+
+# An output path whose name ends so names the result file itself (a file target), not a folder.
+FILE_TARGET_SUFFIXES = (".parquet", ".parq", ".pq")
+
+
+def is_file_target(output: str) -> bool:
+    """Whether ``output`` names the run's one result file rather than its output folder: its
+    name ends in .parquet, .parq or .pq (case aside). A trailing / keeps it a folder."""
+    return not str(output).endswith("/") and str(output).lower().endswith(FILE_TARGET_SUFFIXES)
+
+
+def result_paths(output: str, names: list[str]) -> tuple[str, list[str]]:
+    """The folder a run publishes into and the path of each of its results ``names`` (relative
+    to the folder: mst_edges.parquet, source-set-K/bfs_distances.parquet): OUTPUT/<name> each,
+    or, where OUTPUT is a file target (is_file_target), that path for the run's one result, in
+    the folder that holds it. A file target for several results raises ValueError."""
+    output = str(output)
+    if not is_file_target(output):
+        return output, [join(output, name) for name in names]
+    if len(names) != 1:
+        raise ValueError(f"output {output} names one Parquet file, but this run writes {len(names)} results "
+                         f"({', '.join(names)}); give a directory")
+    folder = output.rsplit("/", 1)[0] if is_uri(output) else os.path.dirname(output) or "."
+    return folder, [output]
 
 
 def source_set_folder(k: int) -> str:

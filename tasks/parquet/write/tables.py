@@ -2,8 +2,12 @@
 
 - bfs_distances (``bfs_table``): ``vertex`` (the input's id type), ``distance`` int32 (null:
   unreached), ``predecessor`` (the input's id type; null for sources and unreached vertices).
-- mst_edges (``forest_table``): ``src``, ``dst`` (the input's id type), ``weight`` (float32 or
-  float64, the reader's weight type), one row per forest edge, the chosen input row's values.
+- mst_edges (``forest_table``): the source and destination ids (the input's id type) and the
+  weight (float32 or float64, the reader's weight type), one row per forest edge, the chosen
+  input row's values; named as the input's columns (results.forest_columns; src, dst, weight
+  by default).
+Each schema names its result in its metadata (RESULT_KEY), whatever the file is called: the
+footer says what the file is, and the writers choose each column's encoding by its role.
 Columns are given as pyarrow arrays of the input's ids and NumPy arrays on the host; a missing
 predecessor is null in the array given. A one-partition run's results, over dense vertices,
 go through ``dense_bfs_table`` / ``dense_forest_table`` with the input ids of its vertices
@@ -21,13 +25,25 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow as pa
 
+from tasks.parquet.write.results import BFS_COLUMNS, BFS_RESULT_NAME, FOREST_COLUMNS, FOREST_RESULT_NAME, RESULT_KEY
+
 
 def bfs_schema(id_type: pa.DataType) -> pa.Schema:
-    return pa.schema([("vertex", id_type), ("distance", pa.int32()), ("predecessor", id_type)])
+    return pa.schema(list(zip(BFS_COLUMNS, (id_type, pa.int32(), id_type))),
+                     metadata={RESULT_KEY: BFS_RESULT_NAME.encode()})
 
 
-def forest_schema(id_type: pa.DataType, weight_type: pa.DataType) -> pa.Schema:
-    return pa.schema([("src", id_type), ("dst", id_type), ("weight", weight_type)])
+def forest_schema(id_type: pa.DataType, weight_type: pa.DataType,
+                  columns: tuple[str, str, str] = FOREST_COLUMNS) -> pa.Schema:
+    """``columns``: the source, destination and weight columns' names (results.forest_columns)."""
+    return pa.schema(list(zip(columns, (id_type, id_type, weight_type))),
+                     metadata={RESULT_KEY: FOREST_RESULT_NAME.encode()})
+
+
+def result_of(schema: pa.Schema) -> str | None:
+    """The result a schema names in its metadata (RESULT_KEY), None where it names none."""
+    named = (schema.metadata or {}).get(RESULT_KEY)
+    return named.decode(errors="replace") if named is not None else None
 
 
 def bfs_table(vertex: pa.Array, distance: np.ndarray, predecessor: pa.Array) -> pa.Table:
@@ -36,8 +52,10 @@ def bfs_table(vertex: pa.Array, distance: np.ndarray, predecessor: pa.Array) -> 
                     schema=bfs_schema(vertex.type))
 
 
-def forest_table(src: pa.Array, dst: pa.Array, weight: np.ndarray) -> pa.Table:
-    return pa.table([src, dst, pa.array(weight)], schema=forest_schema(src.type, pa.from_numpy_dtype(weight.dtype)))
+def forest_table(src: pa.Array, dst: pa.Array, weight: np.ndarray,
+                 columns: tuple[str, str, str] = FOREST_COLUMNS) -> pa.Table:
+    return pa.table([src, dst, pa.array(weight)],
+                    schema=forest_schema(src.type, pa.from_numpy_dtype(weight.dtype), columns))
 
 
 def vertex_names(names: pa.Array | None, ids: np.ndarray) -> pa.Array:
@@ -54,10 +72,11 @@ def dense_bfs_table(ids: pa.Array, distance: np.ndarray, predecessor: np.ndarray
     return bfs_table(ids, distance, ids.take(pa.array(predecessor, mask=distance <= 0)))
 
 
-def dense_forest_table(ids: pa.Array, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> pa.Table:
+def dense_forest_table(ids: pa.Array, src: np.ndarray, dst: np.ndarray, weight: np.ndarray,
+                       columns: tuple[str, str, str] = FOREST_COLUMNS) -> pa.Table:
     """A forest over dense vertices whose input ids are ``ids``: its edges' dense ends and
-    weights, in input row order."""
-    return forest_table(ids.take(pa.array(src)), ids.take(pa.array(dst)), weight)
+    weights, in input row order, in columns named ``columns``."""
+    return forest_table(ids.take(pa.array(src)), ids.take(pa.array(dst)), weight, columns)
 
 
 @dataclass(frozen=True)
@@ -89,8 +108,8 @@ def dense_bfs_columns(xp, ids, distance, predecessor) -> ResultColumns:
                          (None, reached, has_predecessor))
 
 
-def dense_forest_columns(xp, ids, src, dst, weight) -> ResultColumns:
+def dense_forest_columns(xp, ids, src, dst, weight, columns: tuple[str, str, str] = FOREST_COLUMNS) -> ResultColumns:
     """dense_forest_table's result as ResultColumns of ``xp`` arrays."""
     ids = xp.asarray(ids)
-    return ResultColumns(forest_schema(pa.from_numpy_dtype(ids.dtype), pa.from_numpy_dtype(weight.dtype)),
+    return ResultColumns(forest_schema(pa.from_numpy_dtype(ids.dtype), pa.from_numpy_dtype(weight.dtype), columns),
                          (ids[src], ids[dst], weight), (None, None, None))
