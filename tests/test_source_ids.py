@@ -89,7 +89,7 @@ def test_integer_source_ids_are_checked(tmp_path, capsys, id_type, given, expect
         assert code == 0, err
         assert_distances(tmp_path / "o" / "bfs_distances.parquet", src, dst, [0])
         return
-    assert code == 1 and out == "" and err.strip().splitlines() == [f"error: {path}: {expected}"]
+    assert code == 1 and out == "" and error_line(err) == f"error: {path}: {expected}"
     assert not (tmp_path / "o").exists()
 
 
