@@ -13,6 +13,11 @@ tasks.report.TaskRunName), e.g.::
 
 (seconds since the run started running).
 
+A partitioned run is one task (partitioned-<stem>) that runs every rank's whole program; its
+ranks' stages are the lines of a progress artifact of that task (tasks.artifacts.StageProgress,
+key partitioned-stages), read at the same looks and written the same way when a stage's line
+changes (``load running``, ``load done in 0.4 s``, ``bfs failed``).
+
 A shorter run writes nothing. Asked of the server, so it sees the stages that Dask workers run
 as well as those of this process; stdout keeps only the command's results.
 """
@@ -23,6 +28,7 @@ import threading
 import time
 
 from tasks import settings
+from tasks.report import STAGES_KEY, stage_states
 
 POLL_SECONDS = 1.0
 AFTER_SECONDS = 3.0
@@ -41,6 +47,7 @@ class StageLines:
         self.after = settings.seconds("GRAPH_PROGRESS_AFTER_SECONDS", AFTER_SECONDS)
         self.started = None  # when the run started running
         self.seen: dict[str, str] = {}  # task run id -> the state type last written
+        self.stages: dict[tuple[str, str], str] = {}  # (artifact id, stage) -> its state last written
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._watch, name="stage-progress", daemon=True)
         self.thread.start()
@@ -58,13 +65,20 @@ class StageLines:
             return  # a short run: nothing to say
         run_id, api = self.run()
         from prefect.client.orchestration import get_client
-        from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+        from prefect.client.schemas.filters import (
+            ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey, FlowRunFilter, FlowRunFilterId,
+        )
         from prefect.settings import PREFECT_API_URL, temporary_settings
 
         try:
             with temporary_settings(updates={PREFECT_API_URL: api}), get_client(sync_client=True) as client:
+                stages = ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[run_id]),
+                                        key=ArtifactFilterKey(any_=[STAGES_KEY]))
+
                 def look():
-                    self._write(client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run_id]))))
+                    runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run_id])))
+                    self._write(runs, client.read_artifacts(artifact_filter=stages) if any(
+                        _has_stages(run) for run in runs) else [])
 
                 while not self.done.wait(POLL_SECONDS):
                     look()
@@ -76,8 +90,8 @@ class StageLines:
         except Exception:  # the progress lines are a courtesy: the run itself goes on without them
             return
 
-    def _write(self, runs) -> None:
-        started, ended = [], []
+    def _write(self, runs, stage_artifacts=()) -> None:
+        started, ended, owners_ended = [], [], []
         for run in sorted(runs, key=lambda r: (r.start_time or r.expected_start_time or 0, r.name)):
             state = run.state_type.value if run.state_type else None
             if state == self.seen.get(str(run.id)) or state not in ("RUNNING", "COMPLETED", "FAILED", "CRASHED"):
@@ -85,11 +99,26 @@ class StageLines:
             if state == "RUNNING":
                 started.append(f"{run.name} running")
             elif state == "COMPLETED":
-                ended.append(f"{run.name} done in {run.total_run_time.total_seconds():.1f} s")
+                (owners_ended if _has_stages(run) else ended).append(
+                    f"{run.name} done in {run.total_run_time.total_seconds():.1f} s")
             else:
-                ended.append(f"{run.name} {state.lower()}")
+                (owners_ended if _has_stages(run) else ended).append(f"{run.name} {state.lower()}")
             self.seen[str(run.id)] = state
+        stages_started, stages_ended = [], []  # a partitioned run's stages (one artifact per such task)
+        for artifact in sorted(stage_artifacts, key=lambda a: a.created or 0):
+            for stage, state in stage_states(artifact.description):
+                if self.stages.get((str(artifact.id), stage)) != state:
+                    (stages_started if state == "running" else stages_ended).append(f"{stage} {state}")
+                    self.stages[str(artifact.id), stage] = state
         elapsed = time.monotonic() - self.started
-        for part in (ended, started):  # what ended, then what started since the last look
+        # what ended, then what started since the last look; a partitioned task's stages start
+        # after it and end before it
+        for part in (ended, started, stages_ended, stages_started, owners_ended):
             if part:
                 print(f"progress {elapsed:4.1f} s: {', '.join(part)}", file=self.stream, flush=True)
+
+
+def _has_stages(run) -> bool:
+    """A partitioned run's one task (tasks.partitioned_tasks.partitioned_run, partitioned-<stem>),
+    whose ranks' stages are its StageProgress artifact."""
+    return run.name.startswith("partitioned")

@@ -40,7 +40,9 @@ from prefect.context import FlowRunContext, SettingsContext, SyncClientContext
 
 from tasks import settings
 from tasks.errors import ValidationFailed
-from tasks.report import RunSummary, failure_rows, summary_rows, validation_markdown
+from tasks.report import (
+    STAGES_KEY, RunSummary, failure_rows, stages_description, summary_rows, validation_markdown,
+)
 
 _calls: queue.SimpleQueue = queue.SimpleQueue()
 _pending = 0  # calls made and not yet finished
@@ -169,6 +171,45 @@ class Progress:
         else:
             publish(_update_progress, self.artifact, percent, description)
         self.last = time.monotonic()
+
+
+class StageProgress:
+    """The stages of a partitioned run as a progress artifact (key STAGES_KEY) of its one task:
+    one line per stage in the order they started, "STAGE: running", "STAGE: done in X s" or
+    "STAGE: failed" (tasks.report.stage_states reads them back; flows/progress.py prints each
+    change on the command's terminal). Fed the reports of the run's rank 0
+    (tasks.partitioned.driver), one update per batch; ``expected`` stages make its percentage."""
+
+    def __init__(self, expected: int):
+        self.expected, self.states, self.artifact = max(1, expected), {}, None
+        self.seconds: dict[str, float] = {}  # per stage, over its runs (a search per source set)
+
+    def __call__(self, reports: list[dict]) -> None:
+        for report in reports:
+            stage = str(report.get("stage"))
+            if report.get("event") == "start":
+                self.states[stage] = "running"
+            elif report.get("event") == "end":
+                self.seconds[stage] = self.seconds.get(stage, 0.0) + float(report.get("seconds", 0.0))
+                self.states[stage] = f"done in {self.seconds[stage]:.1f} s"
+        self._publish()
+
+    def fail(self) -> None:
+        """The run failed: no stage is left running."""
+        running = [stage for stage, state in self.states.items() if state == "running"]
+        for stage in running:
+            self.states[stage] = "failed"
+        if running:
+            self._publish()
+
+    def _publish(self) -> None:
+        done = sum(state.startswith("done") for state in self.states.values())
+        percent = min(100.0, 100.0 * done / self.expected)
+        description = stages_description(self.states)
+        if self.artifact is None:
+            self.artifact = publish(create_progress_artifact, percent, key=STAGES_KEY, description=description)
+        else:
+            publish(_update_progress, self.artifact, percent, description)
 
 
 def _update_progress(created, percent: float, description: str) -> None:

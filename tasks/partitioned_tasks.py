@@ -1,7 +1,7 @@
 """The Prefect tasks of a partitioned run: thin wrappers around tasks/partitioned/ (the driver,
 the rank program and the communicators, which know nothing of Prefect). ``decide_partitions``
 asks how many partitions a run will use; ``partitioned_run`` runs it whole and publishes its
-levels and validation reports as the one-partition run's tasks do."""
+levels and validation reports as the one-partition run's tasks do; its ranks' stages are shown as they run (tasks.artifacts.StageProgress)."""
 from __future__ import annotations
 
 from prefect import Task, get_run_logger, task
@@ -32,14 +32,26 @@ def partitioned_run(plan: InputPlan, output: str, partitions=2, **options) -> Ru
     cluster."""
     import distributed
 
+    searching = bool(options.get("source_sets") or options.get("source"))
+    # load, prepare, (csr, bfs,) (msf,) validate, write
+    stages = artifacts.StageProgress(4 + (2 if searching else 0) + (1 if options.get("forest", True) else 0))
     try:
         distributed.get_worker()
+        on_worker = True
     except ValueError:
-        summary = run_partitioned(plan, output, partitions, check=check_flow_run_going, **options)
-    else:
-        with distributed.worker_client() as client:
-            summary = run_partitioned(plan, output, partitions, client=client, check=check_flow_run_going,
+        on_worker = False
+    try:
+        if not on_worker:
+            summary = run_partitioned(plan, output, partitions, check=check_flow_run_going, progress=stages,
                                       **options)
+        else:
+            with distributed.worker_client() as client:
+                summary = run_partitioned(plan, output, partitions, client=client, check=check_flow_run_going,
+                                          progress=stages, **options)
+    except BaseException:
+        stages.fail()  # a failed rank leaves no stage running on the terminal or in the UI
+        artifacts.wait_until_published(timeout=5.0)
+        raise
     validate_seconds = summary.get("validate_seconds", 0.0)
     keyed = options.get("source_sets") is not None
     # each search's levels, as a one-partition run's search task publishes them (bfs-levels)

@@ -283,6 +283,21 @@ class TaskRunName:
         return artifact_key(self.what, parameters.get("source_set"))
 
 
+# the key of a partitioned run's stages artifact (tasks.artifacts.StageProgress), read by flows/progress.py
+STAGES_KEY = "partitioned-stages"
+
+
+def stages_description(states: dict[str, str]) -> str:
+    """A StageProgress artifact's description: "STAGE: STATE" per line."""
+    return "\n".join(f"{stage}: {state}" for stage, state in states.items())
+
+
+def stage_states(description: str | None) -> list[tuple[str, str]]:
+    """(stage, state) per line of a StageProgress artifact's description."""
+    pairs = [line.partition(": ") for line in (description or "").splitlines()]
+    return [(stage, state) for stage, sep, state in pairs if sep]
+
+
 def artifact_key(name: str, source_set: int | None) -> str:
     """bfs-levels, or bfs-levels-source-set-2 for the third of several source sets."""
     return name if source_set is None else f"{name}-source-set-{source_set}"

@@ -93,7 +93,9 @@ def test_real_graphs_give_the_one_partition_distances_and_forest(client, tmp_pat
     summary = run_partitioned(str(path), str(tmp_path / "out"), partitions, source=[str(v) for v in sources],
                               directed=directed, client=client)
     assert summary["partitions"] == partitions and summary["vertices"] == ids.shape[0]
-    assert summary["levels"] == [search.levels] and summary["forest_edges"] == forest.shape[0]
+    reached = np.asarray(search.distance) >= 0
+    assert summary["reached"] == [int(reached.sum())] and summary["depth"] == [int(np.asarray(search.distance).max())]
+    assert summary["forest_edges"] == forest.shape[0]
     check_bfs_output(tmp_path / "out" / "bfs_distances.parquet", ids, dense, search, s, d, directed)
     check_forest_output(tmp_path / "out" / "mst_edges.parquet", src, dst, weight, forest)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["bfs_distances.parquet", "mst_edges.parquet"]

@@ -43,7 +43,7 @@ from tasks.parquet.write.results import (
 )
 from tasks.parquet.publish.store_staging import close_staging, open_staging, publish_staged
 from tasks.partitioned.comm_tcp import CommError, comm_timeout, open_endpoint
-from tasks.partitioned.rank import RunSpec, nccl_unique_id, rank_main
+from tasks.partitioned.rank import RunSpec, nccl_unique_id, rank_main, stage_topic
 from tasks.report import RunSummary, merge_reader_reports, run_summary
 
 # distributed is imported where a run needs it: importing a flow (which imports this module)
@@ -172,7 +172,7 @@ def run_partitioned(input: InputPlan | str, output: str, partitions=2, *, source
                     weight_col: str | None = "weight", backend: str | None = None, output_layout: str = "file",
                     compression: str = DEFAULT_COMPRESSION, client=None, timeout: float | None = None,
                     check=None, filter: str | None = None, reader: str = "auto",
-                    writer: str = "auto") -> RunSummary:
+                    writer: str = "auto", progress=None) -> RunSummary:
     """BFS from ``source`` (one search) or ``source_sets`` (one search each) and, if ``forest``,
     the minimum spanning forest of the Parquet edge list ``input`` (its plan, or a path planned
     here with the columns and, if ``forest``, the weight column; with a ``filter``, of the rows
@@ -183,8 +183,10 @@ def run_partitioned(input: InputPlan | str, output: str, partitions=2, *, source
     run's one result itself: results.result_paths); ``check()``, called just before the first
     result is moved into place, may still refuse (raise). ``reader``: the Parquet reader each
     rank reads its share with (tasks.parquet.read.reader); ``writer``: what encodes each rank's
-    parts (auto, gpu or host: tasks.parquet.write.result_files.ResultWriter). Returns the run's
-    summary."""
+    parts (auto, gpu or host: tasks.parquet.write.result_files.ResultWriter). ``progress(reports)``,
+    called on this thread while the ranks run, gets rank 0's new stage reports in order (dicts
+    of ``stage``, ``event``: "start" or "end", and ``seconds`` at the end; tasks.partitioned.rank).
+    Returns the run's summary."""
     started = time.perf_counter()
     if output_layout not in LAYOUTS:
         raise InputError(f"output layout must be one of {', '.join(LAYOUTS)} (got {output_layout!r})")
@@ -209,9 +211,11 @@ def run_partitioned(input: InputPlan | str, output: str, partitions=2, *, source
         count = _requested_partitions(partitions)
         with _own_cluster(None if count == "auto" else count, backend) as own:
             return _drive(own, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
-                          output, output_layout, compression, timeout, started, check, reader, writer, forest_result)
+                          output, output_layout, compression, timeout, started, check, reader, writer,
+                          forest_result, progress)
     return _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend,
-                  output, output_layout, compression, timeout, started, check, reader, writer, forest_result)
+                  output, output_layout, compression, timeout, started, check, reader, writer, forest_result,
+                  progress)
 
 
 def _named_results(output: str, bfs_results: list[str], forest: bool) -> tuple[str, list[str], str]:
@@ -244,7 +248,7 @@ def _check_one_gpu_each(client, workers: list[str]) -> None:
 
 def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_limit, backend, output, layout,
            compression, timeout, started, check=None, reader="auto", writer="auto",
-           forest_result=FOREST_RESULT_NAME) -> RunSummary:
+           forest_result=FOREST_RESULT_NAME, progress=None) -> RunSummary:
     from distributed.comm import get_address_host
 
     workers = ordered_workers(client)
@@ -284,7 +288,8 @@ def _drive(client, plan, partitions, sets, bfs_results, forest, directed, depth_
         futures = [client.submit(rank_main, spec, rank, workers=[w], allow_other_workers=False, pure=False,
                                  retries=0, key=f"partitioned-rank-{rank}-{token}")
                    for rank, w in enumerate(workers)]
-        summaries = await_ranks(client, futures, workers)
+        reports = _StageReports(client, token, progress) if progress is not None else None
+        summaries = await_ranks(client, futures, workers, reports)
         placed, removed = stage.publish(results, layout, size, check)
         for path in removed:
             log.info("removed %s, an earlier run's result that this run does not replace", path)
@@ -357,8 +362,29 @@ class _StoreStage:
         close_staging(self.fs, self.staging)
 
 
-def await_ranks(client, futures, workers) -> list[dict]:
-    """Every rank's summary; on the first failure, the error that explains it."""
+class _StageReports:
+    """Rank 0's stage reports (Dask worker events of the run's topic) not yet handed to
+    ``progress``."""
+
+    def __init__(self, client, token: str, progress):
+        self.client, self.topic, self.progress, self.next = client, stage_topic(token), progress, 0
+
+    def __call__(self) -> None:
+        try:
+            events = self.client.get_events(self.topic)
+        except Exception as exc:  # a report of progress: the run goes on without it
+            log.debug("stage reports unread: %s", exc)
+            return
+        # by the rank's numbering: the scheduler keeps a topic's latest events only
+        new = sorted((r for _, r in events if r.get("n", -1) >= self.next), key=lambda r: r["n"])
+        if new:
+            self.next = new[-1]["n"] + 1
+            self.progress(new)
+
+
+def await_ranks(client, futures, workers, reports=None) -> list[dict]:
+    """Every rank's summary; on the first failure, the error that explains it. ``reports()``,
+    if given, is called at each look (and once more when the ranks have settled)."""
     errors: dict[int, BaseException] = {}
     lost: dict[int, str] = {}
     failing_since = None
@@ -371,6 +397,8 @@ def await_ranks(client, futures, workers) -> list[dict]:
         # settled must have had its error collected, or a peer's "connection closed" would be
         # reported in place of the error that closed it
         statuses = [f.status for f in futures]
+        if reports is not None:
+            reports()  # (rank 0's last reports reach the scheduler before its task's end)
         if all(s == "finished" for s in statuses):
             return client.gather(futures)
         for rank, status in enumerate(statuses):

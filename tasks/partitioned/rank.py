@@ -7,10 +7,14 @@ layout, local staging) each result's parts joined by one rank; in a
 store the driver joins them as it publishes (tasks.parquet.publish.store_staging). Every rank returns its stage times;
 rank 0 also returns the run's figures, which every rank holds after the reductions.
 
-Phases are logged on the ``graph.partitioned`` logger ("rank R: PHASE") at INFO.
+Phases are logged on the ``graph.partitioned`` logger ("rank R: PHASE") at INFO. Rank 0 also
+reports when each stage starts and ends as a Dask worker event (``stage_topic``), which the
+driver reads while it waits (tasks.partitioned.driver.await_ranks) and hands on: the stages of
+the run's one Prefect task, shown as they happen.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
@@ -74,6 +78,27 @@ def nccl_unique_id() -> tuple:
     return nccl.get_unique_id()
 
 
+def stage_topic(token: str) -> str:
+    """The Dask event topic of a run's stage reports (rank 0's): dicts of ``stage``, ``event``
+    ("start" or "end"), at the end ``seconds``, and ``n``, their number from 0 in order."""
+    return f"partitioned-stages-{token}"
+
+
+def _stage_reporter(spec: RunSpec, rank: int):
+    """Where rank 0 reports its stages (its Dask worker's event log); None on other ranks, or
+    outside a Dask worker."""
+    if rank != 0:
+        return None
+    try:
+        import distributed
+
+        worker = distributed.get_worker()
+    except (ImportError, ValueError):
+        return None
+    topic, numbers = stage_topic(spec.token), itertools.count()
+    return lambda **message: worker.log_event(topic, {**message, "n": next(numbers)})
+
+
 def _communicator(spec: RunSpec, rank: int, mesh: Mesh):
     if spec.backend == "cupy":
         from tasks.partitioned.comm_nccl import NcclCommunicator
@@ -110,12 +135,21 @@ class _Rank:
         # the rendezvous: the TCP mesh and (GPUs) NCCL's communicator, made before any stage
         self.seconds: dict[str, float] = {"connect": connect_seconds}
         self.summary: dict = {}
+        self.report = _stage_reporter(spec, rank)
+
+    def _start(self, stage: str) -> float:
+        """The start of ``stage`` (reported by rank 0): its perf_counter time."""
+        if self.report is not None:
+            self.report(stage=stage, event="start")
+        return time.perf_counter()
 
     def _phase(self, name: str, started: float, stage: str | None = None) -> None:
         be.synchronize(self.xp)
         elapsed = time.perf_counter() - started
         if stage:
             self.seconds[stage] = self.seconds.get(stage, 0.0) + elapsed
+            if self.report is not None:
+                self.report(stage=stage, event="end", seconds=elapsed)
         log.info("rank %d: %s (%.3f s)", self.rank, name, elapsed)
 
     def _sum(self, value) -> int:
@@ -129,14 +163,14 @@ class _Rank:
     def run(self) -> dict:
         spec, comm = self.spec, self.comm
         plan = spec.plan
-        started = time.perf_counter()
+        started = self._start("load")
         share = read_share(plan, self.rank, spec.size, self.xp, reader=spec.reader)
         self.summary["reader"] = share.report
         if plan.footers.mixed_signs:
             unified = self._unify_signs(share.signs)
             share.src, share.dst = share.src.view(unified), share.dst.view(unified)
         self._phase("read", started, "load")
-        started = time.perf_counter()
+        started = self._start("prepare")
         weight = share.weight
         if weight is None and spec.forest:  # an unweighted input's forest: unit weights
             weight = self.xp.ones(share.rows, dtype=UNIT_WEIGHT)
@@ -148,7 +182,7 @@ class _Rank:
         self.summary.update(vertices=own.n, edges=plan.rows, self_loops=self._sum(int((src == dst).sum())))
         searches = []
         if spec.source_sets:
-            started = time.perf_counter()
+            started = self._start("csr")
             graph = build_local_graph(comm, own, src, dst, spec.directed)
             self._phase("csr", started, "csr")
             for k, given in enumerate(spec.source_sets):
@@ -156,19 +190,19 @@ class _Rank:
                 if (dense < 0).any():
                     missing = given[int(np.flatnonzero(dense < 0)[0])]
                     raise missing_source(plan.path, missing, plan.filter)
-                started = time.perf_counter()
+                started = self._start("bfs")
                 searches.append((dense, bfs_partitioned(comm, graph, dense, spec.depth_limit)))
                 self._phase(f"bfs {k}", started, "bfs")
             del graph
         forest = None
         if spec.forest:
-            started = time.perf_counter()
+            started = self._start("msf")
             forest = msf_partitioned(comm, src, dst, weight, own.n, share.row_offset)
             self._phase("msf", started, "msf")
-        started = time.perf_counter()
+        started = self._start("validate")
         self._validate(src, dst, weight, share.row_offset, own, searches, forest)
         self._phase("validated", started, "validate")
-        started = time.perf_counter()
+        started = self._start("write")
         self._write(src, dst, weight, share.row_offset, own, ids, searches, forest)
         self._phase("written", started, "write")
         self.summary["seconds"] = self.seconds
