@@ -12,7 +12,7 @@ from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
 from tasks.parquet.write.results import RESULT_KEY
-from tests.helpers import random_edges, run, write_edges
+from tests.helpers import error_line, random_edges, run, write_edges
 from tests.references import assert_distances, assert_forest
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -94,7 +94,7 @@ def test_a_folder_at_the_file_path_is_refused_with_a_hint(tmp_path, capsys):
     (tmp_path / "forest.parquet" / "mine.txt").write_text("x")
     code, _, err = run(mst_cli.main, [edges(tmp_path), "--output", tmp_path / "forest.parquet"], capsys)
     assert code == 1
-    assert err.strip().splitlines()[-1] == (
+    assert error_line(err) == (
         f"error: {tmp_path / 'forest.parquet'}: output path exists and is not a regular file; an output ending in "
         ".parquet names the result file: end it with / to write into that folder")
 

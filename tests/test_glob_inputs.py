@@ -14,7 +14,7 @@ import pytest
 from flows import mst as mst_cli
 from tasks.parquet.dataset import discovery
 from tests.conftest import ROOT
-from tests.helpers import run, upload, write_edges
+from tests.helpers import error_line, run, upload, write_edges
 from tests.references import assert_forest
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -85,7 +85,7 @@ def test_a_parquet_file_under_another_name_among_the_matches_is_refused(tmp_path
     pq.write_table(pa.table({"src": [0], "dst": [1], "weight": [1.0]}), folder / "backup.bak")
     code, _, err = run(mst_cli.main, [f"{folder}/*", "--output", tmp_path / "out"], capsys)
     assert code == 1
-    assert err.strip().splitlines()[-1].startswith(f"error: {folder / 'backup.bak'}: a Parquet file whose name is not")
+    assert error_line(err).startswith(f"error: {folder / 'backup.bak'}: a Parquet file whose name is not")
 
 
 def test_a_file_whose_name_holds_brackets_is_that_file(tmp_path, capsys):
@@ -100,4 +100,4 @@ def test_a_pattern_in_a_bucket_reads_the_matching_objects(s3, tmp_path, capsys):
     assert code == 0, err
     assert_forest(tmp_path / "out" / "mst_edges.parquet", *concatenated("a.parquet", "b.parquet"))
     code, _, err = run(mst_cli.main, ["s3://graphs/glob-parts/*.pq", "--output", tmp_path / "none"], capsys)
-    assert code == 1 and err.strip().splitlines()[-1] == "error: no file matches s3://graphs/glob-parts/*.pq"
+    assert code == 1 and error_line(err) == "error: no file matches s3://graphs/glob-parts/*.pq"
