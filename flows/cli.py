@@ -144,8 +144,9 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
         except Exception as exc:
             if interrupts.interrupted(exc):
                 raise  # main() ends an interrupted run
-            # one line, and the failed run's page as a completed run gives it (its log: the traceback)
-            print(f"error: {one_line(exc)}" + (f"\nrun: {link}" if link else ""), file=sys.stderr)
+            # the failed run's page as a completed run gives it (its log holds the traceback), then
+            # the one error line, last, where `2>&1 | tail -1` finds it
+            print((f"run: {link}\n" if link else "") + f"error: {one_line(exc)}", file=sys.stderr)
             return 1
     if args.json:  # the summary for a downstream step, its run's page beside it
         lines = [json.dumps({**summary, **({"run": link} if link else {})})]

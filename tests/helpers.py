@@ -42,13 +42,13 @@ def run(main, argv, capsys):
 
 
 def error_line(err: str) -> str:
-    """A failed command's one error line, from its stderr. A run that failed once it had
-    started, with a server configured, adds its page under it ("run: URL"); nothing else may
-    follow."""
+    """A failed command's one error line, from its stderr: the last line. A run that failed
+    once it had started, with a server configured, gives its page before it ("run: URL");
+    nothing else may be there."""
     lines = err.strip().splitlines()
-    assert lines and lines[0].startswith("error: ") and len(lines) <= 2, err
-    assert len(lines) == 1 or lines[1].startswith("run: http"), err
-    return lines[0]
+    assert lines and lines[-1].startswith("error: ") and len(lines) <= 2, err
+    assert len(lines) == 1 or lines[0].startswith("run: http"), err
+    return lines[-1]
 
 
 def write_edges(path: Path, src, dst, weight=None, **options) -> Path:

@@ -112,11 +112,11 @@ def test_a_source_inside_the_range_but_absent_fails_the_run_which_prints_its_pag
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
     assert code == 1 and out == ""
-    assert lines[0] == f"error: {path}: source '3' is not a vertex of the graph"
-    assert len(lines) == 2 and lines[1].startswith("run: http") and "/runs/flow-run/" in lines[1], lines
+    assert len(lines) == 2 and lines[0].startswith("run: http") and "/runs/flow-run/" in lines[0], lines
+    assert lines[1] == f"error: {path}: source '3' is not a vertex of the graph"
     from prefect import get_client
 
-    run_id = lines[1].rsplit("/", 1)[1]
+    run_id = lines[0].rsplit("/", 1)[1]
     with get_client(sync_client=True) as client:
         assert client.read_flow_run(run_id).state.type.value == "FAILED"
 

@@ -8,7 +8,6 @@ with the same options. BFS results name their own columns (vertex, distance, pre
 import duckdb
 import numpy as np
 import pandas as pd
-import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -29,6 +28,7 @@ def by_fastparquet(path):
 
 
 def by_polars(path):
+    pl = pytest.importorskip("polars")
     pl.DataFrame({"source": SRC, "target": DST, "w": WEIGHT}).write_parquet(path)
 
 

@@ -11,7 +11,6 @@ import duckdb
 import fastparquet
 import networkx as nx
 import pandas as pd
-import polars as pl
 import pyarrow as pa
 import pytest
 
@@ -29,6 +28,7 @@ def write_with(writer: str, path: Path, src, dst, weight) -> Path:
     if writer == "fastparquet":
         fastparquet.write(str(path), pd.DataFrame({"src": src, "dst": dst, "weight": weight}), write_index=False)
     elif writer == "polars":
+        pl = pytest.importorskip("polars")
         pl.DataFrame({"src": src, "dst": dst, "weight": weight},
                      schema={"src": pl.Int64, "dst": pl.Int64, "weight": pl.Float64}).write_parquet(path)
     else:
