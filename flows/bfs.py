@@ -22,7 +22,7 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName, Writer,
-    VertexId, check_filter, finish, partition_count, run_plan, run_results,
+    VertexId, check_filter, finish, partition_count, run_plan,
 )
 from flows.inputs import run_paths
 from flows.runners import ChosenAtRunStart
@@ -31,7 +31,7 @@ from tasks.graph_tasks import (
 )
 from tasks.parameters import source_plan
 from tasks.parquet.publish.output_paths import check_output_paths
-from tasks.parquet.write.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT
+from tasks.parquet.write.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, result_paths
 from tasks.partitioned_tasks import partitioned_runner
 
 
@@ -67,7 +67,7 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
     input, output = run_paths(input, output)
     check_filter(filter)
     sources = source_plan(source, source_sets)
-    folder, results = run_results(output, sources.results(BFS_RESULT_NAME))
+    folder, results = result_paths(output, sources.results(BFS_RESULT_NAME))
     plan = run_plan("bfs", input, src_col, dst_col, None, filter)
     count = partition_count("bfs", plan, partitions, backend=backend, algorithms=("bfs",), directed=directed)
     check_output_paths(plan, results, directories=count > 1)

@@ -17,11 +17,10 @@ from flows.inputs import take_handed_over
 from flows.run_log import quiet_failures
 from tasks import settings, stopping
 from tasks.artifacts import publish_failure, publish_summary
-from tasks.errors import InputError
 from tasks.parameters import BACKENDS
 from tasks.parquet.dataset.filters import parse as parse_filter
 from tasks.parquet.dataset.plan import InputPlan, plan_input
-from tasks.parquet.write.results import COMPRESSIONS, LAYOUTS, WRITERS, result_paths
+from tasks.parquet.write.results import COMPRESSIONS, LAYOUTS, WRITERS
 from tasks.partitioned_tasks import decide_partitions
 from tasks.report import RunSummary, describe, input_stem
 
@@ -46,16 +45,6 @@ FLOW_TIMEOUT_SECONDS = settings.seconds("GRAPH_FLOW_TIMEOUT_SECONDS", 6 * 3600)
 TAGS = ("graph",)
 
 quiet_failures()  # a failed run's log: one ERROR line (flows/run_log.py)
-
-
-def run_results(output: str, names: list[str]) -> tuple[str, list[str]]:
-    """The folder the run publishes into and its result paths (results.result_paths): OUTPUT/<name>
-    each, or OUTPUT itself for the run's one result where it names a Parquet file; a file for
-    several results fails the run at once, naming the output and the results."""
-    try:
-        return result_paths(output, names)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
 
 
 def check_filter(filter: str | None) -> None:

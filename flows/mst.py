@@ -18,7 +18,7 @@ from prefect import flow
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, OutputLayout, Partitions, RunName, Writer, finish,
-    check_filter, partition_count, run_plan, run_results,
+    check_filter, partition_count, run_plan,
 )
 from flows.inputs import run_paths
 from flows.runners import ChosenAtRunStart
@@ -27,7 +27,7 @@ from tasks.graph_tasks import (
 )
 from tasks.parameters import weight_column
 from tasks.parquet.publish.output_paths import check_output_paths
-from tasks.parquet.write.results import DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
+from tasks.parquet.write.results import DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME, result_paths
 from tasks.partitioned_tasks import partitioned_runner
 
 
@@ -60,7 +60,7 @@ def mst_flow(input: str, output: str | None = None, src_col: str = "src", dst_co
     weight_col = weight_column(weight_col)
     plan = run_plan("mst", input, src_col, dst_col, weight_col, filter)
     count = partition_count("mst", plan, partitions, backend=backend, algorithms=("msf",))
-    folder, results = run_results(output, [FOREST_RESULT_NAME])
+    folder, results = result_paths(output, [FOREST_RESULT_NAME])
     check_output_paths(plan, results, directories=count > 1)
     if count > 1:
         run = partitioned_runner(results, input)

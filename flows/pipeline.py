@@ -17,7 +17,7 @@ from prefect import flow, unmapped
 
 from flows.common import (
     FLOW_TIMEOUT_SECONDS, Backend, Compression, DepthLimit, OutputLayout, Partitions, RunName, Writer,
-    VertexId, check_filter, finish, partition_count, run_plan, run_results,
+    VertexId, check_filter, finish, partition_count, run_plan,
 )
 from flows.inputs import run_paths
 from flows.runners import ChosenAtRunStart
@@ -26,7 +26,9 @@ from tasks.graph_tasks import (
 )
 from tasks.parameters import source_plan, weight_column
 from tasks.parquet.publish.output_paths import check_output_paths
-from tasks.parquet.write.results import BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME
+from tasks.parquet.write.results import (
+    BFS_RESULT_NAME, DEFAULT_COMPRESSION, DEFAULT_LAYOUT, FOREST_RESULT_NAME, result_paths,
+)
 from tasks.partitioned_tasks import partitioned_runner
 
 
@@ -64,7 +66,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
     input, output = run_paths(input, output)
     check_filter(filter)
     sources = source_plan(source, source_sets)
-    folder, results = run_results(output, [*sources.results(BFS_RESULT_NAME), FOREST_RESULT_NAME])
+    folder, results = result_paths(output, [*sources.results(BFS_RESULT_NAME), FOREST_RESULT_NAME])
     weight_col = weight_column(weight_col)
     plan = run_plan("pipeline", input, src_col, dst_col, weight_col, filter)
     count = partition_count("pipeline", plan, partitions, backend=backend, algorithms=("bfs", "msf"),

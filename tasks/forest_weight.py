@@ -1,5 +1,5 @@
 """The total weight of a spanning forest, on either backend: as a run shows it
-(``reported_total``) and exactly, to compare two forests (``exact_total``); and how large a graph
+(``reported_total``) and exactly, to compare two forests (``exact_units``); and how large a graph
 validation still checks against Kruskal's serial forest (``KRUSKAL_LIMIT``).
 
 Both the one-partition run and the partitioned run sum their forest's weights here, so the two
@@ -30,23 +30,16 @@ EXPONENTS = 1024 + 1073 + 1
 HALF = 26  # m as hi * 2**HALF + lo: hi in [-2**27, 2**27), lo in [0, 2**26)
 
 
-def exact_total(weights: np.ndarray) -> int:
-    """The exact sum of float64 values, in units of 2**-1074 (the smallest float64): any finite
-    weights, where math.fsum raises once a partial sum passes float64's range."""
-    total = 0
-    for value in weights.tolist():
-        numerator, denominator = value.as_integer_ratio()  # denominator = 2**k, k <= 1074
-        total += numerator << (1075 - denominator.bit_length())
-    return total
-
-
 def exact_units(values) -> int:
-    """The exact sum of finite float64 ``values`` (either backend), in units of 2**-UNIT_SHIFT:
+    """The exact sum of finite float32 or float64 ``values`` (either backend; float32 widened
+    exactly), in units of 2**-UNIT_SHIFT:
     each value split by np.frexp into a whole mantissa and its exponent, the mantissas' halves
     added per exponent by float64 bincounts that stay exact (EXACT_CHUNK), then the ~2,100
     per-exponent sums joined in Python integers. Vectorized: Python's exact sum of 16 M weights
     (math.fsum over a list) took a GPU run ~0.35 s."""
     xp = be.array_module(values)
+    # float32 widened by their bits, as CuPy's own cast reads subnormals as 0
+    values = be.float32_to_float64(values) if values.dtype == np.float32 else values.astype(np.float64, copy=False)
     hi_sums = np.zeros(EXPONENTS, dtype=np.int64)  # (below 2**63 for any count under 2**36)
     lo_sums = np.zeros(EXPONENTS, dtype=np.int64)
     chunk = EXACT_CHUNK["gpu" if be.is_gpu(values) else "host"]
@@ -71,9 +64,7 @@ def reported_total(weights) -> float | str:
     significant digits."""
     if weights.size == 0:
         return 0.0
-    # float32 widened by their bits, as CuPy's own cast reads subnormals as 0
-    values = be.float32_to_float64(weights) if weights.dtype == np.float32 else weights.astype(np.float64, copy=False)
-    units = exact_units(values)
+    units = exact_units(weights)
     try:
         return units / (1 << UNIT_SHIFT)  # Python's integer division rounds correctly
     except OverflowError:
@@ -96,6 +87,6 @@ def kruskal_check(src, dst, weight, n: int, chosen) -> tuple[dict[str, int], flo
     rank[np.lexsort((np.arange(m), weight))] = np.arange(m)
     _, ref_edges = kruskal(be.to_host(src), be.to_host(dst), rank, n)
     chosen = be.to_host(chosen)
-    checks = {"total weight equals Kruskal's": 0 if exact_total(weight[chosen]) == exact_total(weight[ref_edges]) else 1,
+    checks = {"total weight equals Kruskal's": 0 if exact_units(weight[chosen]) == exact_units(weight[ref_edges]) else 1,
               "edge count equals Kruskal's": abs(len(ref_edges) - int(chosen.shape[0]))}
     return checks, reported_total(weight[ref_edges])

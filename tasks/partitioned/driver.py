@@ -222,11 +222,7 @@ def _named_results(output: str, bfs_results: list[str], forest: bool) -> tuple[s
     """The output folder, each search's result and the forest's, relative to it: OUTPUT/<name>,
     or, where ``output`` names a Parquet file (results.result_paths), that file for the run's one
     result (in the ``dataset`` layout, a folder of parts of that name)."""
-    names = bfs_results + ([FOREST_RESULT_NAME] if forest else [])
-    try:
-        folder, paths = result_paths(output, names)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+    folder, paths = result_paths(output, bfs_results + ([FOREST_RESULT_NAME] if forest else []))
     if not is_file_target(output):
         return output, bfs_results, FOREST_RESULT_NAME
     name = paths[0].rsplit("/", 1)[-1] if locations.is_uri(output) else os.path.basename(paths[0])

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from kernels.backend import array_module
 from kernels.parquet import encode as enc
 from kernels.parquet.format import (BINARY, CODECS, DATA_PAGE, DICTIONARY_PAGE, I32, I64, LIST, OPTIONAL,
                                     PHYSICAL_DTYPES, PHYSICAL_TYPES, PLAIN, REQUIRED, RLE, RLE_DICTIONARY, STRUCT,
@@ -130,7 +131,7 @@ def write_columns(table, path, compression: str, dictionary=(), threads: int = 1
         raise ValueError(f"the page writer takes no {reason}")
     if isinstance(table, ResultColumns):
         values = table.values[0] if table.values else np.zeros(0)
-        xp = xp or (np if isinstance(values, np.ndarray) else _module_of(values))
+        xp = xp or (np if isinstance(values, np.ndarray) else array_module(values))
     else:
         xp = xp or np
     columns = columns_of(table, xp)
@@ -142,12 +143,6 @@ def write_columns(table, path, compression: str, dictionary=(), threads: int = 1
     pages = [p for group in chunks for chunk in group for p in chunk.pages]
     _compress(xp, pages, compression, threads)
     _write_file(path, columns.schema, rows, chunks, compression)
-
-
-def _module_of(array):
-    import cupy
-
-    return cupy.get_array_module(array)
 
 
 def _encode_chunk(xp, columns: ResultColumns, c: int, start: int, stop: int, dictionary: bool,

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kernels.backend import array_module
 from tasks import stopping
 from tasks.errors import OutputError
 from tasks.parquet.write.concat import ParquetConcatError, concatenate_files, write_table_parallel
@@ -84,21 +85,13 @@ def dictionary_columns(table: pa.Table | ResultColumns) -> list[str]:
             continue
         if isinstance(table, ResultColumns):
             sample = table.values[i][:DICTIONARY_SAMPLE]  # weights have no nulls
-            size, distinct = int(sample.shape[0]), int(_module(sample).unique(sample).shape[0])
+            size, distinct = int(sample.shape[0]), int(array_module(sample).unique(sample).shape[0])
         else:
             sample = table[name].slice(0, DICTIONARY_SAMPLE)
             size, distinct = len(sample), len(pc.unique(sample))
         if size == 0 or 4 * distinct <= size:
             chosen.append(name)
     return chosen
-
-
-def _module(array):
-    if isinstance(array, np.ndarray):
-        return np
-    import cupy
-
-    return cupy.get_array_module(array)
 
 
 def resolve_writer(name: str | None, xp) -> str:
@@ -118,7 +111,7 @@ def written_by(table: pa.Table | ResultColumns, compression: str) -> str:
     """What encodes ``table``: 'host (pyarrow)', or 'gpu page writer on cupy, nvCOMP snappy'."""
     if not isinstance(table, ResultColumns):
         return "host (pyarrow)"
-    xp = _module(table.values[0]) if table.values else np
+    xp = array_module(table.values[0]) if table.values else np
     how = compressor(xp, compression)
     return f"gpu page writer on {xp.__name__}, " + ("uncompressed" if how == "none" else f"{how} {compression}")
 

@@ -7,8 +7,8 @@ rank (output layout ``dataset``) instead of one file (layout ``file``). Every re
 its result in its footer's key-value metadata under ``RESULT_KEY``; the reader refuses a
 dataset that mixes such a file with edge files (the result would be read as edges).
 
-Imports nothing but the standard library (and tasks.parquet.store.locations, which imports
-nothing else), like tasks.settings: the command line reads its choices from here before
+Imports nothing but the standard library (and tasks.errors and tasks.parquet.store.locations,
+which import nothing else), like tasks.settings: the command line reads its choices from here before
 anything heavy is imported.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ import os
 import re
 from pathlib import PurePath
 
+from tasks.errors import InputError
 from tasks.parquet.store.locations import is_uri, join
 
 BFS_RESULT_NAME = "bfs_distances.parquet"
@@ -78,12 +79,12 @@ def result_paths(output: str, names: list[str]) -> tuple[str, list[str]]:
     """The folder a run publishes into and the path of each of its results ``names`` (relative
     to the folder: mst_edges.parquet, source-set-K/bfs_distances.parquet): OUTPUT/<name> each,
     or, where OUTPUT is a file target (is_file_target), that path for the run's one result, in
-    the folder that holds it. A file target for several results raises ValueError."""
+    the folder that holds it. A file target for several results raises InputError."""
     output = str(output)
     if not is_file_target(output):
         return output, [join(output, name) for name in names]
     if len(names) != 1:
-        raise ValueError(f"output {output} names one Parquet file, but this run writes {len(names)} results "
+        raise InputError(f"output {output} names one Parquet file, but this run writes {len(names)} results "
                          f"({', '.join(names)}); give a directory")
     folder = output.rsplit("/", 1)[0] if is_uri(output) else os.path.dirname(output) or "."
     return folder, [output]
