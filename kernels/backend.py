@@ -111,6 +111,52 @@ def synchronize(xp) -> None:
         xp.cuda.get_current_stream().synchronize()
 
 
+def count_true(mask) -> int:
+    """True entries of a bool array. On a GPU through the ahead-of-time module: CuPy's own
+    reductions over bool arrays are compiled at run time, over a second each."""
+    if is_gpu(mask):
+        from kernels import gpu_arrays
+
+        return gpu_arrays.count_true(mask)
+    return int(np.count_nonzero(mask))
+
+
+def count_equal(a, b) -> int:
+    """Places where two int32 or int64 arrays of one length and type hold the same value."""
+    if is_gpu(a):
+        from kernels import gpu_arrays
+
+        return gpu_arrays.count_equal(a, b)
+    return int(np.count_nonzero(a == b))
+
+
+def count_at_least(values, low: int) -> int:
+    """Entries of an int32 or int64 array at or above ``low``."""
+    if is_gpu(values):
+        from kernels import gpu_arrays
+
+        return gpu_arrays.count_at_least(values, low)
+    return int(np.count_nonzero(values >= low))
+
+
+def full(xp, n: int, value, dtype):
+    """n copies of ``value`` in ``xp``'s memory (a number dtype)."""
+    if xp is np:
+        return np.full(n, value, dtype=dtype)
+    from kernels import gpu_arrays
+
+    return gpu_arrays.full(n, value, dtype)
+
+
+def count_nonfinite(values, nan_only: bool = False) -> int:
+    """NaN and infinite entries of a float array (NaN alone with ``nan_only``)."""
+    if is_gpu(values):
+        from kernels import gpu_arrays
+
+        return gpu_arrays.count_nonfinite(values, nan_only)
+    return int(np.count_nonzero(np.isnan(values) if nan_only else ~np.isfinite(values)))
+
+
 def scatter_min(target, index, values) -> None:
     """target[index[i]] = min(target[index[i]], values[i]) for every i, repeats included."""
     array_module(target).minimum.at(target, index, values)

@@ -1,7 +1,7 @@
 """The CUDA source of the GPU backend as one module, and the template kernels it instantiates.
 
-kernels/cuda/common.cuh, graph.cu, bfs.cu, bfs_partitioned.cu, msf.cu, parquet_headers.cu and
-parquet_values.cu are compiled together, in that order, as one module; a file may use what the
+kernels/cuda/common.cuh, arrays.cu, verify.cu, graph.cu, bfs.cu, bfs_partitioned.cu, msf.cu,
+parquet_headers.cu and parquet_values.cu are compiled together, in that order, as one module; a file may use what the
 files before it define. Before them comes ``parquet_preamble()``: the Parquet format's facts the
 kernels use (page types, the compact protocol's type codes, the page table's slots, PageHeader's
 kept fields), written as C++ from kernels/parquet/format.py, so the kernels spell none of them. ``make kernels`` builds it ahead of time with nvcc (kernels/build_module.py,
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kernels.parquet import format as parquet
 
-FILES = ("common.cuh", "graph.cu", "bfs.cu", "bfs_partitioned.cu", "msf.cu", "parquet_headers.cu",
+FILES = ("common.cuh", "arrays.cu", "verify.cu", "graph.cu", "bfs.cu", "bfs_partitioned.cu", "msf.cu", "parquet_headers.cu",
          "parquet_values.cu")
 DIRECTORY = Path(__file__).parent / "cuda"
 
@@ -26,6 +26,13 @@ WEIGHT_TYPES = {"float32": "float", "float64": "double"}
 EDGE_TYPES = {"int32": "int", "int64": "long long"}
 # Parquet values moved as raw bits, by their width in bytes
 VALUE_TYPES = {4: "unsigned int", 8: "unsigned long long"}
+# kernels/cuda/arrays.cu's element types, by NumPy dtype name
+ARRAY_TYPES = {"int32": "int", "int64": "long long", "uint32": "unsigned int", "uint64": "unsigned long long",
+               "float32": "float", "float64": "double"}
+INTEGER_TYPES = ("int32", "int64", "uint32", "uint64")
+ARRAY_CASTS = (("int32", "int64"), ("int64", "int32"))
+# float widths as the unsigned integers count_nonfinite reads their bits as
+FLOAT_BITS = {"float32": ("float", "unsigned int"), "float64": ("double", "unsigned long long")}
 
 
 def template(name: str, *types: str) -> str:
@@ -43,6 +50,15 @@ def name_expressions() -> list[str]:
         names += [template(k, e) for k in ("msf_min_edge", "msf_hook", "msf_relabel")]
     for v in VALUE_TYPES.values():
         names += [template(k, v) for k in ("plain_copy", "dictionary_expand")]
+    names += [template("array_iota", ARRAY_TYPES[t]) for t in INTEGER_TYPES]
+    names += [template(k, t) for t in ARRAY_TYPES.values() for k in ("array_fill", "array_take")]
+    names += [template("count_at_least", t) for t in EDGE_TYPES.values()]
+    names += [template("array_cast", ARRAY_TYPES[a], ARRAY_TYPES[b]) for a, b in ARRAY_CASTS]
+    names += [template("count_equal", t) for t in EDGE_TYPES.values()]
+    names += [template("count_nonfinite", *bits) for bits in FLOAT_BITS.values()]
+    for d in EDGE_TYPES.values():
+        names += [template(k, d) for k in ("bfs_check_sources", "bfs_check_vertices")]
+        names += [template("bfs_check_arcs", e, d) for e in EDGE_TYPES.values()]
     return names
 
 

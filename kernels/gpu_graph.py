@@ -12,6 +12,7 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
+from kernels import gpu_arrays
 from kernels.cuda_source import ID_TYPES, template
 from kernels.gpu import launch
 from kernels.structures import CSR, check_vertex_count
@@ -29,7 +30,7 @@ def _csr(src, dst, n: int, mode: int, skip_loops: bool) -> CSR:
     args = (src, dst, np.int64(m), np.int32(mode), np.int32(skip_loops))
     if m:
         launch("csr_count", m, args + (degree,))
-    indptr = cp.cumsum(degree)
+    indptr = gpu_arrays.cumsum(degree)  # in place: degree[v + 1] becomes indptr[v + 1]
     del degree
     indices = cp.empty(int(indptr[-1]), dtype=cp.int32)
     if indices.shape[0]:
@@ -72,10 +73,9 @@ def id_mark(ids, lo: int, bits, offsets) -> None:
 def id_finish(bits, lo: int, span: int, dtype, arrays):
     """Dense numbers for the marked offsets in `arrays` (in place) and the ids, ascending."""
     words = int(bits.shape[0])
-    counts = cp.empty(words, dtype=cp.int32)
-    launch("ids_word_counts", words, (bits, np.int64(words), counts))
-    prefix = cp.cumsum(counts, dtype=cp.int64)
-    del counts
+    prefix = cp.empty(words, dtype=cp.int64)
+    launch("ids_word_counts", words, (bits, np.int64(words), prefix))
+    gpu_arrays.cumsum(prefix)
     count = int(prefix[-1])
     dtype = np.dtype(dtype)
     name = ID_TYPES.get(dtype.name, ID_TYPES["int64"])

@@ -20,7 +20,7 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
-from kernels import gpu
+from kernels import gpu, gpu_arrays
 from kernels.cuda_source import template
 from kernels.structures import BAND_FACTOR, BAND_MIN, EdgeList, MSFResult, NoProgressError
 
@@ -38,9 +38,9 @@ def msf_gpu(edges: EdgeList, on_round) -> MSFResult:
         w = w.astype(cp.float64)
     wt, et = gpu.weight_type(w.dtype), gpu.edge_type(m)
     e_dtype = np.int32 if et == "int" else np.int64
-    parent = cp.arange(n, dtype=cp.int32)
-    best_key = cp.full(n, U64_MAX, dtype=cp.uint64)
-    best_edge = cp.full(n, U64_MAX, dtype=cp.uint64)
+    parent = gpu_arrays.arange(n, cp.int32)
+    best_key = gpu_arrays.full(n, U64_MAX, cp.uint64)
+    best_edge = gpu_arrays.full(n, U64_MAX, cp.uint64)
     forest = cp.empty(max(n - 1, 1), dtype=cp.int64)
     info = cp.zeros(4, dtype=cp.uint64)
     lo_key = cp.zeros(1, dtype=cp.uint64)
@@ -59,7 +59,8 @@ def msf_gpu(edges: EdgeList, on_round) -> MSFResult:
         gpu.launch(template("msf_sample", wt), count, base + (lo_key, lo_edge, np.int64(count),
                                                                  np.int64(stride), sample_key, sample_edge))
         order = cp.argsort(sample_key)
-        gpu.kernel("msf_bounds")((1,), (32,), (sample_key[order], sample_edge[order], np.int64(count),
+        gpu.kernel("msf_bounds")((1,), (32,), (gpu_arrays.take(sample_key, order),
+                                                gpu_arrays.take(sample_edge, order), np.int64(count),
                                                 bound_key, bound_edge))
         hist.fill(0)
         gpu.launch(template("msf_histogram", wt), m, base + (lo_key, lo_edge, bound_key, bound_edge, hist))
@@ -98,7 +99,8 @@ def msf_gpu(edges: EdgeList, on_round) -> MSFResult:
         del items, other
         if last == BINS - 1:
             break
-        lo_key[...] = hi_key[0]
-        lo_edge[...] = hi_edge[0] + np.uint64(1)
+        # the next band starts past this one's upper bound (read on the host: no kernel to build)
+        lo_key.set(bound_key.get()[last:last + 1])
+        lo_edge.set(bound_edge.get()[last:last + 1] + np.uint64(1))
     chosen = cp.sort(forest[:accepted])
     return MSFResult(edges=chosen, components=n - accepted, rounds=rounds, bands=bands)

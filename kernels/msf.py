@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.backend import array_module, is_gpu
+from kernels.backend import array_module, count_nonfinite, is_gpu
 from kernels.structures import BAND_FACTOR, BAND_MIN, EdgeList, MSFResult, NoProgressError
 
 __all__ = ["MSFResult", "NoProgressError", "minimum_spanning_forest"]
@@ -58,7 +58,7 @@ def minimum_spanning_forest(edges: EdgeList, on_round=None) -> MSFResult:
 def _refuse_nan(weight) -> None:
     """NaN orders against no weight: a band's sampled threshold would be NaN, every band empty,
     and the rounds would never end. (The Parquet reader refuses NaN before any kernel runs.)"""
-    if weight.dtype.kind == "f" and bool(array_module(weight).isnan(weight).any()):
+    if weight.dtype.kind == "f" and count_nonfinite(weight, nan_only=True):
         raise ValueError("edge weights must not be NaN")
 
 

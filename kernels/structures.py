@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kernels.backend import count_equal
+
 MAX_VERTICES = 2**31 - 1  # vertex ids are int32 inside the kernels
 # The forest of an unweighted edge list is the forest of unit weights: every spanning forest is
 # minimum, and Boruvka's tie-break by edge index picks one. float32, the narrowest weight both
@@ -54,7 +56,7 @@ class EdgeList:
 
     def self_loops(self) -> int:
         """Edges whose two ends are one vertex (kept in the list, ignored by the kernels)."""
-        return int((self.src == self.dst).sum())
+        return count_equal(self.src, self.dst)
 
 
 @dataclass

@@ -78,7 +78,7 @@ import math
 
 import numpy as np
 
-from kernels.backend import array_module, float32_order_keys, scatter_min
+from kernels.backend import array_module, count_equal, count_nonfinite, count_true, float32_order_keys, scatter_min
 
 # Edges are read in chunks so that temporaries never grow with m. Host: a chunk's dozen
 # temporaries (4-8 MB each) stay close to the CPU caches. GPU: fewer, larger launches; a dozen
@@ -115,14 +115,14 @@ def connected_components(src, dst, n: int):
         rounds["components: hooking"] += 1
         lu, lv = label[src], label[dst]
         cross = lu != lv
-        if not bool(cross.any()):
+        if not count_true(cross):
             return label
         lo, hi = xp.minimum(lu, lv)[cross], xp.maximum(lu, lv)[cross]
         scatter_min(label, hi, lo)
         while True:
             rounds["components: shortcuts"] += 1
             nxt = label[label]
-            if bool((nxt == label).all()):
+            if count_equal(nxt, label) == n:
                 break
             label = nxt
 
@@ -131,6 +131,10 @@ def verify_bfs(src, dst, n: int, sources, distance, predecessor, directed=False,
     """Graph500 validation of a (multi-source) BFS result over the arcs src->dst (both ways
     when undirected)."""
     xp = array_module(distance)
+    if xp is not np:  # fused passes, counted on the device (kernels/gpu_verify.py)
+        from kernels import gpu_verify
+
+        return gpu_verify.verify_bfs(src, dst, n, sources, distance, predecessor, directed, depth_limit)
     sources = xp.asarray(np.asarray(sources), dtype=np.int64)
     reached = distance >= 0
     is_source = xp.zeros(n, dtype=bool)
@@ -186,7 +190,7 @@ def _pointer_jump(packed, steps: int, stop_early: bool = True):
         xp.take(packed, part, out=ahead)
         xp.bitwise_and(packed, SUM, out=part)
         ahead += part
-        if stop_early and bool((ahead == packed).all()):  # pointers all on stops: nothing moved
+        if stop_early and count_equal(ahead, packed) == packed.shape[0]:  # pointers all on stops: nothing moved
             break
         packed, ahead = ahead, packed
     return packed
@@ -429,7 +433,7 @@ def verify_forest(src, dst, weight, n: int, chosen):
     """Check that edge indices ``chosen`` form a minimum spanning forest of (src, dst, weight).
     NaN weights are refused (ValueError): no forest is minimal under them."""
     xp = array_module(src)
-    if weight.dtype.kind == "f" and bool(xp.isnan(weight).any()):
+    if weight.dtype.kind == "f" and count_nonfinite(weight, nan_only=True):
         raise ValueError("edge weights must not be NaN")
     m = int(src.shape[0])
     chosen = xp.asarray(chosen, dtype=np.int64)
@@ -438,18 +442,17 @@ def verify_forest(src, dst, weight, n: int, chosen):
     chosen = chosen[in_range]
     k = int(chosen.shape[0])
     ordered = xp.sort(chosen)  # a plain sort: NumPy 2's hashing unique is 40x slower here
-    repeats = int(xp.count_nonzero(ordered[1:] == ordered[:-1]))
+    repeats = count_equal(ordered[1:], ordered[:-1])
     report["edges are distinct input edges"] = int(in_range.shape[0]) - k + repeats
     fu, fv = src[chosen], dst[chosen]
     label = connected_components(fu, fv, n)
-    trees = int((label == xp.arange(n, dtype=np.int32)).sum())
+    trees = count_equal(label, xp.arange(n, dtype=np.int32))
     # n vertices, k edges and c components form a forest exactly when k = n - c
     report["acyclic"] = abs(k - (n - trees))
     if report["acyclic"]:
         # every input edge inside one tree: the trees are the graph's components
         report["one tree per component"] = sum(
-            int(xp.count_nonzero(xp.take(label, src[lo:hi]) != xp.take(label, dst[lo:hi])))
-            for lo, hi in _chunks(xp, m))
+            hi - lo - count_equal(xp.take(label, src[lo:hi]), xp.take(label, dst[lo:hi])) for lo, hi in _chunks(xp, m))
         report["minimum (cycle property)"] = -1  # not checkable on a non-forest
         return report
     if weight.dtype == np.float32:  # compared by their bits (kernels/backend.py says why)
@@ -480,8 +483,8 @@ def verify_forest(src, dst, weight, n: int, chosen):
         path = first != last  # a self-loop has an empty path: it passes
         top = range_max(xp.minimum(first + 1, last), last)
         # the range after u's position up to v's holds a root exactly when u, v lie in two trees
-        crossing = crossing + xp.count_nonzero((top == k) & path)
-        heavier = heavier + xp.count_nonzero((weight[lo:hi] < xp.take(weight_of_rank, top)) & path)
+        crossing += count_true((top == k) & path)
+        heavier += count_true((weight[lo:hi] < xp.take(weight_of_rank, top)) & path)
     # every input edge inside one tree: the trees are the graph's components
     report["one tree per component"] = int(crossing)
     report["minimum (cycle property)"] = -1 if int(crossing) else int(heavier)

@@ -144,7 +144,7 @@ def prepare_input(plan: InputPlan, backend: str | None, algorithms=("bfs", "msf"
         selection, report = table.selection, table.report
         unit_weights = weight is None and "msf" in algorithms
         if unit_weights:
-            weight = xp.ones(table.rows, dtype=UNIT_WEIGHT)
+            weight = be.full(xp, table.rows, 1, UNIT_WEIGHT)
         del table  # the input's own ids go once renumbered: nothing holds the edge list twice
         edges = edge_list(src, dst, weight, int(ids.shape[0]))
         del src, dst
@@ -239,7 +239,7 @@ def breadth_first_search(prepared: Timed, graph: Timed, source_ids: list, depth_
         description=f"{label}: direction, frontier size and seconds per level",
     )
     # counted from the distances: on a GPU one report can stand for several levels run in one launch
-    reached_vertices = int((r.distance >= 0).sum())
+    reached_vertices = be.count_at_least(r.distance, 0)
     get_run_logger().info("%s: %s, reached %s of %s vertices in %.3f s", label, direction_summary(r.steps),
                           f"{reached_vertices:,}", f"{g.n:,}", search.seconds)
     return Timed(Search(sources, r), search.seconds)

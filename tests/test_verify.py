@@ -304,6 +304,58 @@ def test_bfs_mutations_are_caught(backend):
     assert check(dist, pred, 1)["depth limit respected"] == 3  # vertices 2, 3 and 4
 
 
+def serial_bfs_report(src, dst, n, sources, dist, pred, directed, limit):
+    """Graph500's rules counted one source, one vertex and one arc at a time: the violations
+    verify_bfs reports, rule by rule (a parent out of range is read as vertex 0)."""
+    dist, pred = [int(d) for d in dist], [int(p) for p in pred]
+    arcs = list(zip(src.tolist(), dst.tolist()))
+    if not directed:
+        arcs += [(y, x) for x, y in arcs]
+    is_source = set(int(s) for s in sources)
+    rooted = sum(dist[s] != 0 or pred[s] != s for s in sources)
+    joined = {y for x, y in arcs if pred[y] == x}
+    levels = tree_edges = deeper = 0
+    for v in range(n):
+        d, p = dist[v], pred[v]
+        rooted += (v not in is_source and d == 0) or (d < 0 and p != -1)
+        if d >= 0 and v not in is_source:
+            if not 0 <= p < n:
+                rooted, p = rooted + 1, 0
+            levels += dist[p] != d - 1
+            tree_edges += v not in joined
+        deeper += limit is not None and d > limit
+    arc_levels = sum(dist[x] >= 0 and (limit is None or dist[x] < limit) and (dist[y] < 0 or dist[y] > dist[x] + 1)
+                     for x, y in arcs)
+    report = {"tree rooted at the sources": rooted, "tree edges span one level": levels,
+              "input edges span at most one level": arc_levels, "depth limit respected": deeper,
+              "tree edges are input edges": tree_edges}
+    if limit is None:
+        del report["depth limit respected"]
+    return report
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("directed", [False, True], ids=["undirected", "directed"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_every_bfs_rule_counts_each_violation_as_a_serial_check_does(backend, seed, directed, dtype):
+    """Damaged search results (levels off by a few, parents out of range or unrelated, unreached
+    vertices with parents, repeated sources), with and without a depth limit, int32 and int64:
+    each rule's count equals a count made one vertex and one arc at a time."""
+    src, dst, _, n = random_graph(seed)
+    rng = np.random.default_rng(100 + seed)
+    sources = rng.choice(n, int(rng.integers(1, 4)))  # repeats allowed: each is counted
+    for limit in (None, 1, 3):
+        dist, pred = scipy_bfs_tree(src, dst, n, np.unique(sources), directed, limit)
+        dist, pred = dist.astype(np.int64), pred.astype(np.int64)
+        hit = rng.choice(n, int(rng.integers(1, 6)))
+        dist[hit] = rng.integers(-1, int(dist.max()) + 3, hit.size)
+        hit = rng.choice(n, int(rng.integers(1, 6)))
+        pred[hit] = rng.integers(-2, n + 2, hit.size)
+        report = check_bfs(backend, src.astype(dtype), dst.astype(dtype), n, sources, dist.astype(dtype),
+                           pred.astype(dtype), directed, limit)
+        assert report == serial_bfs_report(src, dst, n, sources, dist, pred, directed, limit), limit
+
+
 def test_directed_bfs_follows_arcs_only(backend):
     """0 -> 1 -> 2 and 3 -> 2: vertex 3 is unreachable from 0, and 2 may not claim 3's arc."""
     src, dst = np.array([0, 1, 3], np.int32), np.array([1, 2, 2], np.int32)

@@ -34,7 +34,7 @@ __global__ void csr_fill(const int* src, const int* dst, i64 m, int mode, int sk
     }
 }
 
-__global__ void ids_word_counts(const unsigned* bits, i64 words, int* counts) {
+__global__ void ids_word_counts(const unsigned* bits, i64 words, i64* counts) {
     for (i64 w = thread_index(); w < words; w += thread_count()) counts[w] = __popc(bits[w]);
 }
 

@@ -140,12 +140,12 @@ def crc32_pages(buffer, starts, lengths):
     """
     import cupy as cp
 
-    from kernels import gpu
+    from kernels import gpu, gpu_arrays
 
     buffer = cp.asarray(buffer).view(cp.uint8).reshape(-1)
     starts, lengths = _chunk_arrays(buffer.shape[0], cp.asnumpy(starts), cp.asnumpy(lengths))
     pages = starts.shape[0]
-    crc = cp.full(pages, 0xFFFFFFFF, dtype=cp.uint32)  # the complement; each segment xors its term in
+    crc = gpu_arrays.full(pages, 0xFFFFFFFF, cp.uint32)  # the complement; each segment xors its term in
     if pages == 0:
         return crc
     segments = np.zeros(pages + 1, dtype=np.int64)

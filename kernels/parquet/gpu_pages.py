@@ -7,7 +7,7 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
-from kernels import gpu
+from kernels import gpu, gpu_arrays
 from kernels.cuda_source import VALUE_TYPES, template
 
 # one block per page: a page holds up to ~1 M values, far more than a block's threads
@@ -64,8 +64,8 @@ def dictionary_pages(body, values_at, values_end, counts, dictionary_size, dicti
     status = cp.empty(pages, dtype=cp.int32)
     null = np.uint64(0)
     gpu.launch("dictionary_runs", pages, args + (null, runs, width_of, status, null, null, null, null, null))
-    first = cp.cumsum(runs) - runs
-    total = int(first[-1] + runs[-1])
+    sums = gpu_arrays.exclusive_sums(runs)
+    first, total = sums[:pages], int(sums[pages])
     if total:
         run_page, run_first, run_count, run_payload = (cp.empty(total, dtype=cp.int64) for _ in range(4))
         run_packed = cp.empty(total, dtype=cp.uint8)

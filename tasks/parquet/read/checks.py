@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kernels.backend import array_module
+from kernels.backend import array_module, count_nonfinite, count_true
 from tasks.errors import InputError
 from tasks.parquet.dataset.plan import ReadUnit, id_kind
 
@@ -106,9 +106,8 @@ def unit_weights(unit: ReadUnit, col: pa.ChunkedArray, name: str, dtype: np.dtyp
 
 def refuse_nonfinite(unit: ReadUnit, weight, name: str) -> None:
     """Refuse the first NaN or infinite weight (a NumPy or CuPy float array)."""
-    bad = ~array_module(weight).isfinite(weight)
-    if bad.any():
-        row = first_true(bad)
+    if count_nonfinite(weight):
+        row = first_true(~array_module(weight).isfinite(weight))
         # float() names nan, inf and -inf as NumPy's float32 and float64 scalars do
         raise InputError(f"{unit.file}: weight column {name!r} is {float(weight[row])} at row {unit.row_in_file(row)}; "
                          "weights must be finite")
@@ -117,7 +116,7 @@ def refuse_nonfinite(unit: ReadUnit, weight, name: str) -> None:
 def decoded_ids(unit: ReadUnit, values, valid, name: str):
     """A unit's integer ids as a page decoder gave them (``valid``: None when no row is null),
     refused as ``unit_ids`` refuses them."""
-    if valid is not None and not bool(valid.all()):
+    if valid is not None and count_true(valid) < valid.shape[0]:
         raise InputError(f"{unit.file}: column {name!r} is null at row {unit.row_in_file(first_true(~valid))}")
     return values
 
@@ -125,7 +124,7 @@ def decoded_ids(unit: ReadUnit, values, valid, name: str):
 def decoded_weights(unit: ReadUnit, values, valid, name: str, dtype: np.dtype):
     """A unit's integer, float32 or float64 weights as a page decoder gave them, in the edge
     list's weight dtype, refused as ``unit_weights`` refuses them."""
-    if valid is not None and not bool(valid.all()):
+    if valid is not None and count_true(valid) < valid.shape[0]:
         raise InputError(f"{unit.file}: weight column {name!r} is null at row {unit.row_in_file(first_true(~valid))}")
     if values.dtype.kind in "iu":
         return integer_weights(unit, values, name)

@@ -1,0 +1,116 @@
+"""Whole-array steps on the GPU with no run-time compilation: the driver of
+kernels/cuda/arrays.cu. CuPy's own ``arange``, ``full``, ``astype``, comparisons and reductions
+compile a kernel with NVRTC on first use in a process whose CuPy cache lacks it, which every
+fresh container pays for again; the pipeline's path calls these instead. Imported only when
+arrays live on a GPU; kernels/backend.py holds the backend-neutral forms.
+"""
+from __future__ import annotations
+
+import cupy as cp
+import numpy as np
+from cupy.cuda import cub
+
+from kernels import gpu
+from kernels.cuda_source import ARRAY_TYPES, EDGE_TYPES, FLOAT_BITS, INTEGER_TYPES, template
+
+
+def _element(dtype) -> str:
+    name = np.dtype(dtype).name
+    if name not in ARRAY_TYPES:
+        raise TypeError(f"no array kernel for {name}")
+    return ARRAY_TYPES[name]
+
+
+def arange(n: int, dtype):
+    """0, 1, ..., n - 1 (int32, int64, uint32 or uint64)."""
+    if np.dtype(dtype).name not in INTEGER_TYPES:
+        raise TypeError(f"no array_iota for {np.dtype(dtype).name}")
+    out = cp.empty(n, dtype=dtype)
+    if n:
+        gpu.launch(template("array_iota", _element(dtype)), n, (out, np.int64(n)))
+    return out
+
+
+def full(n: int, value, dtype):
+    """n copies of ``value`` (int32, int64, uint32, uint64, float32 or float64)."""
+    out = cp.empty(n, dtype=dtype)
+    if n:
+        gpu.launch(template("array_fill", _element(dtype)), n, (out, np.int64(n), np.dtype(dtype).type(value)))
+    return out
+
+
+def astype(values, dtype):
+    """``values`` (contiguous) as ``dtype``: itself when it has that type, else an int32 <-> int64
+    conversion."""
+    dtype = np.dtype(dtype)
+    if values.dtype == dtype:
+        return values
+    values = cp.ascontiguousarray(values)
+    out = cp.empty(values.shape, dtype=dtype)
+    n = int(values.size)
+    if n:
+        gpu.launch(template("array_cast", _element(values.dtype), _element(dtype)), n, (values, out, np.int64(n)))
+    return out
+
+
+def cumsum(values):
+    """Inclusive prefix sums of a contiguous int64 array, in place, by CUB's scan as CuPy ships
+    it compiled (``cupy.cumsum`` copies its input first with a kernel of its own)."""
+    if values.shape[0] and cub.cub_scan(values, cub.CUPY_CUB_CUMSUM) is None:
+        raise TypeError(f"CUB cannot scan {values.dtype} here")
+    return values
+
+
+def exclusive_sums(values):
+    """n + 1 int64 sums: out[i] = values[0] + ... + values[i - 1]; out[n] is the total."""
+    out = cp.zeros(values.shape[0] + 1, dtype=cp.int64)
+    values = astype(cp.ascontiguousarray(values), np.int64)
+    if values.shape[0]:
+        out[1:].data.copy_from_device_async(values.data, values.nbytes)
+        cumsum(out)
+    return out
+
+
+def take(values, index):
+    """values[index] for an int64 ``index`` whose entries are all in range."""
+    values, index = cp.ascontiguousarray(values), cp.ascontiguousarray(astype(index, np.int64))
+    out = cp.empty(index.shape[0], dtype=values.dtype)
+    if out.shape[0]:
+        gpu.launch(template("array_take", _element(values.dtype)), out.shape[0],
+                   (values, index, np.int64(out.shape[0]), out))
+    return out
+
+
+def _counted(name: str, n: int, args: tuple) -> int:
+    count = cp.zeros(1, dtype=cp.uint64)
+    if n:
+        gpu.launch(name, n, args + (count,))
+    return int(count.get()[0])
+
+
+def count_true(mask) -> int:
+    """True entries of a bool array."""
+    mask = cp.ascontiguousarray(mask)
+    return _counted("count_true", int(mask.size), (mask, np.int64(mask.size)))
+
+
+def count_equal(a, b) -> int:
+    """Places where two int32 or int64 arrays of one length hold the same value."""
+    if a.dtype != b.dtype:
+        a, b = astype(a, np.int64), astype(b, np.int64)
+    a, b = cp.ascontiguousarray(a), cp.ascontiguousarray(b)
+    return _counted(template("count_equal", EDGE_TYPES[a.dtype.name]), int(a.size), (a, b, np.int64(a.size)))
+
+
+def count_at_least(values, low: int) -> int:
+    """Entries of an int32 or int64 array at or above ``low``."""
+    values = cp.ascontiguousarray(values)
+    return _counted(template("count_at_least", EDGE_TYPES[values.dtype.name]), int(values.size),
+                    (values, np.int64(values.size), values.dtype.type(low)))
+
+
+def count_nonfinite(values, nan_only: bool = False) -> int:
+    """NaN and infinite entries of a float32 or float64 array (NaN alone with ``nan_only``)."""
+    values = cp.ascontiguousarray(values)
+    return _counted(template("count_nonfinite", *FLOAT_BITS[values.dtype.name]), int(values.size),
+                    (values, np.int64(values.size), np.int32(nan_only)))
