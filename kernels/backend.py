@@ -139,6 +139,25 @@ def count_at_least(values, low: int) -> int:
     return int(np.count_nonzero(values >= low))
 
 
+def count_ends_reached(distance, ends) -> int:
+    """Entries of ``ends`` (vertex ids) whose ``distance`` is at least 0: with a search's
+    distances and the edge list's sources, the edges it traversed."""
+    if is_gpu(distance) and distance.dtype == np.int32:
+        from kernels import gpu_arrays
+
+        return gpu_arrays.count_ends_reached(distance, ends)
+    return count_at_least(distance[ends], 0)
+
+
+def bincount(values, length: int):
+    """How often each of 0 .. length - 1 occurs in ``values`` (int64, all in range)."""
+    if is_gpu(values):
+        from kernels import gpu_arrays
+
+        return gpu_arrays.bincount(values, length)
+    return np.bincount(values, minlength=length)
+
+
 def full(xp, n: int, value, dtype):
     """n copies of ``value`` in ``xp``'s memory (a number dtype)."""
     if xp is np:

@@ -52,7 +52,8 @@ def name_expressions() -> list[str]:
         names += [template(k, v) for k in ("plain_copy", "dictionary_expand")]
     names += [template("array_iota", ARRAY_TYPES[t]) for t in INTEGER_TYPES]
     names += [template(k, t) for t in ARRAY_TYPES.values() for k in ("array_fill", "array_take")]
-    names += [template("count_at_least", t) for t in EDGE_TYPES.values()]
+    names += [template(k, t) for t in EDGE_TYPES.values() for k in ("count_at_least", "count_ends_reached",
+                                                                   "array_bincount")]
     names += [template("array_cast", ARRAY_TYPES[a], ARRAY_TYPES[b]) for a, b in ARRAY_CASTS]
     names += [template("count_equal", t) for t in EDGE_TYPES.values()]
     names += [template("count_nonfinite", *bits) for bits in FLOAT_BITS.values()]

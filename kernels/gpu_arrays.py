@@ -53,6 +53,25 @@ def astype(values, dtype):
     return out
 
 
+def copy(values):
+    """A copy of a contiguous array, by memcpy (``ndarray.copy`` launches a kernel of CuPy's)."""
+    values = cp.ascontiguousarray(values)
+    out = cp.empty_like(values)
+    if values.nbytes:
+        out.data.copy_from_device_async(values.data, values.nbytes)
+    return out
+
+
+def bincount(values, length: int):
+    """int64 counts of each value in [0, length) among int32 or int64 ``values`` (all in range)."""
+    values = cp.ascontiguousarray(values)
+    counts = cp.zeros(length, dtype=cp.uint64)
+    if values.shape[0]:
+        gpu.launch(template("array_bincount", EDGE_TYPES[values.dtype.name]), values.shape[0],
+                   (values, np.int64(values.shape[0]), counts))
+    return counts.view(cp.int64)
+
+
 def cumsum(values):
     """Inclusive prefix sums of a contiguous int64 array, in place, by CUB's scan as CuPy ships
     it compiled (``cupy.cumsum`` copies its input first with a kernel of its own)."""
@@ -107,6 +126,13 @@ def count_at_least(values, low: int) -> int:
     values = cp.ascontiguousarray(values)
     return _counted(template("count_at_least", EDGE_TYPES[values.dtype.name]), int(values.size),
                     (values, np.int64(values.size), values.dtype.type(low)))
+
+
+def count_ends_reached(distance, ends) -> int:
+    """Entries of ``ends`` (int32 or int64) whose int32 ``distance`` is at least 0."""
+    distance, ends = cp.ascontiguousarray(distance), cp.ascontiguousarray(ends)
+    return _counted(template("count_ends_reached", EDGE_TYPES[ends.dtype.name]), int(ends.shape[0]),
+                    (distance, ends, np.int64(ends.shape[0])))
 
 
 def count_nonfinite(values, nan_only: bool = False) -> int:

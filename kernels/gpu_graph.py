@@ -34,7 +34,7 @@ def _csr(src, dst, n: int, mode: int, skip_loops: bool) -> CSR:
     del degree
     indices = cp.empty(int(indptr[-1]), dtype=cp.int32)
     if indices.shape[0]:
-        cursor = indptr[:-1].copy()
+        cursor = gpu_arrays.copy(indptr[:-1])
         launch("csr_fill", m, args + (cursor, indices))
     return CSR(indptr=indptr, indices=indices, n=n)
 

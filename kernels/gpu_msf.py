@@ -58,9 +58,10 @@ def msf_gpu(edges: EdgeList, on_round) -> MSFResult:
         # the band: bins over the live edges above lo, as many lightest bins as fit the target
         gpu.launch(template("msf_sample", wt), count, base + (lo_key, lo_edge, np.int64(count),
                                                                  np.int64(stride), sample_key, sample_edge))
-        order = cp.argsort(sample_key)
-        gpu.kernel("msf_bounds")((1,), (32,), (gpu_arrays.take(sample_key, order),
-                                                gpu_arrays.take(sample_edge, order), np.int64(count),
+        # the sample in (key, edge) order, sorted on the host (16 Ki pairs: no sort kernel to build)
+        keys, edge_ids = sample_key.get(), sample_edge.get()
+        order = np.lexsort((edge_ids, keys))
+        gpu.kernel("msf_bounds")((1,), (32,), (cp.asarray(keys[order]), cp.asarray(edge_ids[order]), np.int64(count),
                                                 bound_key, bound_edge))
         hist.fill(0)
         gpu.launch(template("msf_histogram", wt), m, base + (lo_key, lo_edge, bound_key, bound_edge, hist))
@@ -102,5 +103,6 @@ def msf_gpu(edges: EdgeList, on_round) -> MSFResult:
         # the next band starts past this one's upper bound (read on the host: no kernel to build)
         lo_key.set(bound_key.get()[last:last + 1])
         lo_edge.set(bound_edge.get()[last:last + 1] + np.uint64(1))
-    chosen = cp.sort(forest[:accepted])
+    chosen = forest[:accepted]
+    chosen.sort()  # in place: cupy.sort copies first, with a kernel of its own
     return MSFResult(edges=chosen, components=n - accepted, rounds=rounds, bands=bands)

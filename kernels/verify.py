@@ -78,7 +78,7 @@ import math
 
 import numpy as np
 
-from kernels.backend import array_module, count_equal, count_nonfinite, count_true, float32_order_keys, scatter_min
+from kernels.backend import array_module, bincount, count_equal, count_nonfinite, count_true, float32_order_keys, scatter_min
 
 # Edges are read in chunks so that temporaries never grow with m. Host: a chunk's dozen
 # temporaries (4-8 MB each) stay close to the CPU caches. GPU: fewer, larger launches; a dozen
@@ -464,8 +464,8 @@ def verify_forest(src, dst, weight, n: int, chosen):
     weight_of_rank = xp.concatenate([forest_weight[by_weight], xp.full(1, lowest, dtype=weight.dtype)])
     edge_rank = xp.empty(k, dtype=np.int32)
     edge_rank[by_weight] = xp.arange(k, dtype=np.int32)
-    # vertices of the tree labelled v (0 off labels); CuPy's bincount needs a non-empty input
-    size = xp.bincount(label, minlength=n) if n else xp.zeros(0, dtype=np.int64)
+    # vertices of the tree labelled v (0 off labels)
+    size = bincount(label, n)
     steps = _tour_steps(size)
     parent, pedge, depth = _root_forest(fu, fv, label, size, steps)
     rank = xp.full(n, k, dtype=np.int32)  # a root: the lower end of an edge heavier than all

@@ -278,7 +278,7 @@ def validate_bfs(prepared: Timed, search: Timed, directed: bool, depth_limit: in
     start = time.perf_counter()
     report = verify_bfs(e.src, e.dst, e.n, sources, result.distance, result.predecessor, directed, depth_limit)
     seconds = time.perf_counter() - start
-    reached = int((result.distance >= 0).sum())
+    reached = be.count_at_least(result.distance, 0)
     artifacts.publish_validation(search_label(source_set), artifact_key("bfs-validation", source_set), report,
                                  {"sources": len(sources), "reached vertices": reached, "seconds": round(seconds, 4)},
                                  seconds)

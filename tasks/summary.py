@@ -4,6 +4,7 @@ and the seconds of every stage. A partitioned run's ranks count theirs together
 (tasks.partitioned.rank)."""
 from __future__ import annotations
 
+from kernels.backend import count_at_least, count_ends_reached
 from tasks.forest_weight import reported_total
 from tasks.report import RunSummary, run_summary
 
@@ -19,10 +20,10 @@ def summarize(p, graph, searches: list, forest, checks: list, outputs: list[str]
     seconds = {"load": p.read_seconds, "prepare": p.renumber_seconds}
     if searches:
         results = [s.value.result for s in searches]
-        traversed = sum(int((r.distance[p.edges.src] >= 0).sum()) for r in results)
+        traversed = sum(count_ends_reached(r.distance, p.edges.src) for r in results)
         bfs_seconds = sum(s.seconds for s in searches)
         figures.update(source_sets=len(searches), sources=sum(len(s.value.sources) for s in searches),
-                       reached=[int((r.distance >= 0).sum()) for r in results],
+                       reached=[count_at_least(r.distance, 0) for r in results],
                        depth=[int(r.distance.max()) for r in results],  # (a search has a source: >= 0)
                        gteps=round(traversed / bfs_seconds / 1e9, 4) if bfs_seconds > 0 else None)
         seconds.update(csr=graph.seconds, bfs=bfs_seconds)

@@ -48,6 +48,19 @@ def test_true_equal_and_at_least_counts(backend, n):
             assert be.count_at_least(be.to_backend(a.astype(dtype), backend), low) == np.count_nonzero(a >= low)
 
 
+@pytest.mark.parametrize("n", SIZES)
+def test_traversed_ends_and_label_sizes(backend, n):
+    rng = np.random.default_rng(n + 11)
+    vertices = max(n // 3, 1)
+    distance = rng.integers(-1, 4, vertices).astype(np.int32)
+    for dtype in (np.int32, np.int64):
+        ends = rng.integers(0, vertices, n).astype(dtype)
+        got = be.count_ends_reached(be.to_backend(distance, backend), be.to_backend(ends, backend))
+        assert got == np.count_nonzero(distance[ends] >= 0)
+        sizes = be.to_host(be.bincount(be.to_backend(ends, backend), vertices + 2))
+        assert sizes.dtype == np.int64 and sizes.tolist() == np.bincount(ends, minlength=vertices + 2).tolist()
+
+
 def test_fill_keeps_the_exact_value(backend):
     xp = be.module(backend)
     for dtype, value in ((np.uint64, 2**64 - 1), (np.uint32, 0xFFFFFFFF), (np.int64, -(2**63)), (np.float32, 1.0),

@@ -31,7 +31,6 @@ STILL_COMPILED = {
     ("kernels/verify.py", "_root_forest"),
     ("kernels/verify.py", "_heavier_ancestor"),
     ("kernels/verify.py", "_krt_leaf_order"),
-    ("kernels/verify.py", "_sparse_table"),
     ("kernels/verify.py", "_range_maximum"),
     ("kernels/verify.py", "query"),
     ("kernels/verify.py", "verify_forest"),

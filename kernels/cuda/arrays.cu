@@ -53,6 +53,20 @@ __global__ void count_at_least(const T* a, i64 n, T low, u64* count) {
     add_warp_count(mine, count);
 }
 
+// Vertices whose distance is >= 0 at the ends in `ends` (repeats counted): the arcs a search traversed.
+template <typename E>
+__global__ void count_ends_reached(const int* distance, const E* ends, i64 m, u64* count) {
+    i64 mine = 0;
+    for (i64 i = thread_index(); i < m; i += thread_count()) mine += distance[ends[i]] >= 0;
+    add_warp_count(mine, count);
+}
+
+// counts[v] += 1 for every value v (all in [0, length)).
+template <typename T>
+__global__ void array_bincount(const T* values, i64 n, u64* counts) {
+    for (i64 i = thread_index(); i < n; i += thread_count()) atomicAdd(&counts[values[i]], 1ull);
+}
+
 // NaN and infinities by their bits (an exponent of all ones): no float arithmetic, so the same
 // under any flush-to-zero option. Bits is the float's width as an unsigned integer; nan_only
 // counts NaN alone (a non-zero fraction).

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernels.backend import count_nonfinite
 from kernels.parquet.format import uleb128
 
 PACK_GROUPS = 1 << 18  # groups of 8 values bit-packed per slice (2 Mi values)
@@ -55,7 +56,7 @@ def min_max(xp, values):
     """(min, max) as host NumPy scalars of the values' dtype, or None when there is no value to
     order. Floats: NaN is left out, and a zero minimum is -0.0 and a zero maximum +0.0
     (parquet-format's rule for statistics of floats)."""
-    if values.dtype.kind == "f":
+    if values.dtype.kind == "f" and count_nonfinite(values, nan_only=True):
         values = values[~xp.isnan(values)]
     if values.shape[0] == 0:
         return None
