@@ -11,7 +11,7 @@ import numpy as np
 from cupy.cuda import cub
 
 from kernels import gpu
-from kernels.cuda_source import ARRAY_TYPES, EDGE_TYPES, FLOAT_BITS, INTEGER_TYPES, template
+from kernels.cuda_source import ARRAY_CASTS, ARRAY_TYPES, EDGE_TYPES, FLOAT_BITS, INTEGER_TYPES, template
 
 
 def _element(dtype) -> str:
@@ -45,6 +45,8 @@ def astype(values, dtype):
     dtype = np.dtype(dtype)
     if values.dtype == dtype:
         return values
+    if (values.dtype.name, dtype.name) not in ARRAY_CASTS:
+        raise TypeError(f"no array_cast from {values.dtype} to {dtype}")
     values = cp.ascontiguousarray(values)
     out = cp.empty(values.shape, dtype=dtype)
     n = int(values.size)
