@@ -176,6 +176,35 @@ def count_nonfinite(values, nan_only: bool = False) -> int:
     return int(np.count_nonzero(np.isnan(values) if nan_only else ~np.isfinite(values)))
 
 
+def take(values, index):
+    """values[index] for an int64 ``index`` whose entries are all in range."""
+    if is_gpu(values):
+        from kernels import gpu_arrays
+
+        return gpu_arrays.take(values, index)
+    return values[index]
+
+
+def mask_counts(mask):
+    """int64 counts of the True entries of a bool array before each place: len(mask) + 1 entries."""
+    if is_gpu(mask):
+        from kernels import gpu_arrays
+
+        return gpu_arrays.mask_counts(mask)
+    counts = np.zeros(mask.shape[0] + 1, dtype=np.int64)
+    np.cumsum(mask, out=counts[1:])
+    return counts
+
+
+def compress(values, mask, counts):
+    """values[mask]; ``counts`` is mask_counts(mask)."""
+    if is_gpu(values):
+        from kernels import gpu_arrays
+
+        return gpu_arrays.compress(values, mask, counts)
+    return values[mask]
+
+
 def scatter_min(target, index, values) -> None:
     """target[index[i]] = min(target[index[i]], values[i]) for every i, repeats included."""
     array_module(target).minimum.at(target, index, values)
@@ -222,8 +251,8 @@ def host_memory_available() -> int | None:
 
 
 # CuPy compiles every kernel, its own elementwise ones too, with -ftz=true: single-precision
-# arithmetic, comparisons and conversions read a subnormal float32 as 0. Where float32 weights
-# are ordered or widened on the GPU, these two work on their bits instead.
+# arithmetic, comparisons and conversions read a subnormal float32 as 0. So float32 weights are
+# ordered by their bits (here, and in kernels/cuda/verify.cu's order_key on the GPU).
 
 def float32_order_keys(weight):
     """int64 keys ordered as the float32 ``weight`` values are (-0.0 equal to +0.0), computed
@@ -233,15 +262,3 @@ def float32_order_keys(weight):
     magnitude = bits & 0x7FFFFFFF
     return xp.where(bits >> 31 == 1, -magnitude, magnitude)
 
-
-def float32_to_float64(values):
-    """float32 ``values`` widened exactly, subnormals included (a float64 holds each exactly)."""
-    xp = array_module(values)
-    wide = values.astype(np.float64)
-    bits = values.view(np.uint32)
-    subnormal = ((bits & 0x7F800000) == 0) & ((bits & 0x7FFFFF) != 0)
-    if bool(subnormal.any()):
-        sign = xp.where(bits >> 31 == 1, -1.0, 1.0)
-        exact = sign * (bits & 0x7FFFFF).astype(np.float64) * 2.0**-149  # float64 arithmetic: no flush
-        wide = xp.where(subnormal, exact, wide)
-    return wide

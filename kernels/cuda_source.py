@@ -1,8 +1,8 @@
 """The CUDA source of the GPU backend as one module, and the template kernels it instantiates.
 
 kernels/cuda/common.cuh, arrays.cu, verify.cu, graph.cu, bfs.cu, bfs_partitioned.cu, msf.cu,
-parquet_headers.cu and parquet_values.cu are compiled together, in that order, as one module; a file may use what the
-files before it define. Before them comes ``parquet_preamble()``: the Parquet format's facts the
+parquet_headers.cu, parquet_values.cu and parquet_encode.cu are compiled together, in that order,
+as one module; a file may use what the files before it define. Before them comes ``parquet_preamble()``: the Parquet format's facts the
 kernels use (page types, the compact protocol's type codes, the page table's slots, PageHeader's
 kept fields), written as C++ from kernels/parquet/format.py, so the kernels spell none of them. ``make kernels`` builds it ahead of time with nvcc (kernels/build_module.py,
 ``for_nvcc``); at run time kernels/gpu.py loads that build, or compiles ``source()`` with NVRTC
@@ -18,7 +18,7 @@ from pathlib import Path
 from kernels.parquet import format as parquet
 
 FILES = ("common.cuh", "arrays.cu", "verify.cu", "graph.cu", "bfs.cu", "bfs_partitioned.cu", "msf.cu", "parquet_headers.cu",
-         "parquet_values.cu")
+         "parquet_values.cu", "parquet_encode.cu")
 DIRECTORY = Path(__file__).parent / "cuda"
 
 ID_TYPES = {"int32": "int", "int64": "long long", "uint64": "unsigned long long"}
@@ -33,6 +33,12 @@ INTEGER_TYPES = ("int32", "int64", "uint32", "uint64")
 ARRAY_CASTS = (("int32", "int64"), ("int64", "int32"))
 # float widths as the unsigned integers count_nonfinite reads their bits as
 FLOAT_BITS = {"float32": ("float", "unsigned int"), "float64": ("double", "unsigned long long")}
+# values kernels/cuda/parquet_encode.cu's hybrid encoder takes, and the signed integers its
+# dictionary orders 4- and 8-byte values' bit patterns as (NumPy view, C++ type)
+HYBRID_TYPES = {"bool": "bool", "uint32": "unsigned int"}
+BIT_PATTERN_TYPES = {4: ("int32", "int"), 8: ("int64", "long long")}
+# weights the forest's checks order (kernels/cuda/verify.cu, order_key)
+FOREST_WEIGHT_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long"}
 
 
 def template(name: str, *types: str) -> str:
@@ -60,6 +66,17 @@ def name_expressions() -> list[str]:
     for d in EDGE_TYPES.values():
         names += [template(k, d) for k in ("bfs_check_sources", "bfs_check_vertices")]
         names += [template("bfs_check_arcs", e, d) for e in EDGE_TYPES.values()]
+    for e in EDGE_TYPES.values():
+        names += [template(k, e) for k in ("forest_hook", "forest_crossing", "forest_arc_keys", "forest_orient")]
+        names += [template("forest_cycle_check", e, w) for w in FOREST_WEIGHT_TYPES.values()]
+    names += [template(k, w) for w in FOREST_WEIGHT_TYPES.values() for k in ("forest_weight_keys", "forest_ranks")]
+    names += [template("array_compress", t) for t in ARRAY_TYPES.values()]
+    names += [template("bfs_result_columns", ARRAY_TYPES[i], p) for i in INTEGER_TYPES for p in EDGE_TYPES.values()]
+    names += [template("exact_slot_sums", *bits) for bits in FLOAT_BITS.values()]
+    names += [template(k, v) for v in HYBRID_TYPES.values()
+              for k in ("hybrid_run_flags", "hybrid_run_lengths", "hybrid_write_runs", "hybrid_write_groups")]
+    names += [template(k, t) for _, t in BIT_PATTERN_TYPES.values()
+              for k in ("dictionary_flags", "dictionary_distinct", "dictionary_index")]
     return names
 
 

@@ -102,6 +102,41 @@ def take(values, index):
     return out
 
 
+def mask_counts(mask):
+    """int64 counts of the True entries of a bool array before each place (n + 1 entries)."""
+    mask = cp.ascontiguousarray(mask)
+    counts = cp.zeros(mask.shape[0] + 1, dtype=cp.int64)
+    if mask.shape[0]:
+        gpu.launch("mask_counts", mask.shape[0], (mask, np.int64(mask.shape[0]), counts))
+        cumsum(counts)
+    return counts
+
+
+def compress(values, mask, counts):
+    """values[mask] for contiguous ``values`` and ``mask``; ``counts`` is mask_counts(mask)."""
+    out = cp.empty(int(counts[-1:].get()[0]), dtype=values.dtype)
+    if out.shape[0]:
+        gpu.launch(template("array_compress", _element(values.dtype)), values.shape[0],
+                   (cp.ascontiguousarray(values), cp.ascontiguousarray(mask), counts, np.int64(values.shape[0]), out))
+    return out
+
+
+EXACT_SLOTS = 2098  # arrays.cu's exact sums: slots of binary exponents (tasks/forest_weight.py)
+
+
+def exact_slot_sums(values):
+    """Host int64 (hi, lo) sums per slot of float32 or float64 values (arrays.cu, exact_slot_sums)."""
+    values = cp.ascontiguousarray(values)
+    sums = cp.zeros(2 * EXACT_SLOTS + 1, dtype=cp.uint64)
+    if values.shape[0]:
+        gpu.launch(template("exact_slot_sums", *FLOAT_BITS[values.dtype.name]), values.shape[0],
+                   (values, np.int64(values.shape[0]), sums))
+    sums = sums.get().view(np.int64)
+    if sums[-1]:
+        raise ValueError(f"{sums[-1]} values are NaN or infinite: no exact sum")
+    return sums[:EXACT_SLOTS], sums[EXACT_SLOTS:-1]
+
+
 def _counted(name: str, n: int, args: tuple) -> int:
     count = cp.zeros(1, dtype=cp.uint64)
     if n:

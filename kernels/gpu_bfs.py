@@ -22,7 +22,8 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
-from kernels import gpu
+from kernels import gpu, gpu_arrays
+from kernels.cuda_source import ARRAY_TYPES, EDGE_TYPES, template
 from kernels.structures import ALPHA, BETA, BFSResult, Graph
 
 BFS_THREADS = 512  # bfs_levels' block (its __launch_bounds__)
@@ -108,3 +109,17 @@ def bfs_gpu(graph: Graph, sources: np.ndarray, depth_limit: int | None, on_level
             fused = status == STATUS_NARROW
         codes = head[CTL_SIZE * 8:].view(np.int8)[:level] if level <= STEPS_READ_WITH_STATE else ws.steps[:level].get()
         return BFSResult(dist, pred, level, [STEP_NAMES[c] for c in codes.tolist()])
+
+
+def result_columns(ids, distance, predecessor):
+    """(distance as int32, reached, has_predecessor, predecessor ids) of a search over vertices
+    with input ``ids`` (tasks/parquet/write/tables.py, dense_bfs_columns), in one launch."""
+    ids, predecessor = cp.ascontiguousarray(ids), cp.ascontiguousarray(predecessor)
+    distance = cp.ascontiguousarray(gpu_arrays.astype(distance, np.int32))
+    n = int(distance.shape[0])
+    reached, has_predecessor = cp.empty(n, dtype=cp.bool_), cp.empty(n, dtype=cp.bool_)
+    predecessor_ids = cp.empty(n, dtype=ids.dtype)
+    if n:
+        gpu.launch(template("bfs_result_columns", ARRAY_TYPES[ids.dtype.name], EDGE_TYPES[predecessor.dtype.name]), n,
+                   (ids, distance, predecessor, np.int64(n), reached, has_predecessor, predecessor_ids))
+    return distance, reached, has_predecessor, predecessor_ids

@@ -433,6 +433,10 @@ def verify_forest(src, dst, weight, n: int, chosen):
     """Check that edge indices ``chosen`` form a minimum spanning forest of (src, dst, weight).
     NaN weights are refused (ValueError): no forest is minimal under them."""
     xp = array_module(src)
+    if xp is not np:  # the same steps as fused launches (kernels/gpu_verify.py)
+        from kernels import gpu_verify
+
+        return gpu_verify.verify_forest(src, dst, weight, n, chosen, rounds)
     if weight.dtype.kind == "f" and count_nonfinite(weight, nan_only=True):
         raise ValueError("edge weights must not be NaN")
     m = int(src.shape[0])

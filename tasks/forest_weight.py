@@ -18,11 +18,11 @@ from kernels.verify import kruskal
 # cycle-property check alone proves minimality (it is exact, just not a second algorithm).
 KRUSKAL_LIMIT = 200_000
 
-# Values whose whole parts one float64 bincount adds (exact_units): every partial sum is a whole
-# number below 2**53 in magnitude (at most 2**24 parts below 2**27), so each addition is exact in
-# any order, on either backend. On the host, chunks whose temporaries stay in cache: 16 M weights
-# took 3.3 s in chunks of 2**25 and 0.2 s in chunks of 2**16 on a laptop's two cores.
-EXACT_CHUNK = {"host": 1 << 16, "gpu": 1 << 24}
+# Values whose whole parts one float64 bincount adds (exact_units on the host): every partial
+# sum is a whole number below 2**53 in magnitude (at most 2**16 parts below 2**27), so each
+# addition is exact in any order; and the chunk's temporaries stay in cache: 16 M weights took
+# 3.3 s in chunks of 2**25 and 0.2 s in chunks of 2**16 on a laptop's two cores.
+EXACT_CHUNK = 1 << 16
 # float64 values are m * 2**(e - 53) for a whole m below 2**53 and frexp's e in [-1073, 1024]:
 # e + UNIT_SHIFT - 53 >= 0, so the exact sum is a whole number of 2**-UNIT_SHIFT units.
 UNIT_SHIFT = 1126
@@ -36,25 +36,34 @@ def exact_units(values) -> int:
     each value split by np.frexp into a whole mantissa and its exponent, the mantissas' halves
     added per exponent by float64 bincounts that stay exact (EXACT_CHUNK), then the ~2,100
     per-exponent sums joined in Python integers. Vectorized: Python's exact sum of 16 M weights
-    (math.fsum over a list) took a GPU run ~0.35 s."""
-    xp = be.array_module(values)
-    # float32 widened by their bits, as CuPy's own cast reads subnormals as 0
-    values = be.float32_to_float64(values) if values.dtype == np.float32 else values.astype(np.float64, copy=False)
-    hi_sums = np.zeros(EXPONENTS, dtype=np.int64)  # (below 2**63 for any count under 2**36)
-    lo_sums = np.zeros(EXPONENTS, dtype=np.int64)
-    chunk = EXACT_CHUNK["gpu" if be.is_gpu(values) else "host"]
-    for lo in range(0, values.size, chunk):
-        mantissa, exponent = xp.frexp(values[lo:lo + chunk])
-        whole = (mantissa * 2.0**53).astype(np.int64)  # exact: 53 significant bits
-        slot = (exponent + 1073).astype(np.int64)
-        for sums, part in ((hi_sums, whole >> HALF), (lo_sums, whole & ((1 << HALF) - 1))):
-            counted = xp.bincount(slot, weights=part.astype(np.float64), minlength=EXPONENTS)
-            sums += be.to_host(counted).astype(np.int64)
+    (math.fsum over a list) took a GPU run ~0.35 s. On a GPU, float weights go to one kernel of
+    the ahead-of-time module that forms the same halves per exponent from each value's bits
+    (kernels/cuda/arrays.cu, exact_slot_sums); other types are summed on the host."""
+    if be.is_gpu(values) and values.dtype.kind == "f":
+        from kernels import gpu_arrays
+
+        hi_sums, lo_sums = gpu_arrays.exact_slot_sums(values)
+    else:
+        hi_sums, lo_sums = _slot_sums(be.to_host(values))
     total = 0
     for slot in np.flatnonzero(hi_sums | lo_sums).tolist():
         # frexp's e = slot - 1073, the value m * 2**(e - 53): m << slot units of 2**-UNIT_SHIFT
         total += ((int(hi_sums[slot]) << HALF) + int(lo_sums[slot])) << slot
     return total
+
+
+def _slot_sums(values: np.ndarray):
+    """exact_units' sums of mantissa halves per exponent slot, on the host."""
+    values = values.astype(np.float64, copy=False)  # exact, subnormal float32 included
+    hi_sums = np.zeros(EXPONENTS, dtype=np.int64)  # (below 2**63 for any count under 2**36)
+    lo_sums = np.zeros(EXPONENTS, dtype=np.int64)
+    for lo in range(0, values.size, EXACT_CHUNK):
+        mantissa, exponent = np.frexp(values[lo:lo + EXACT_CHUNK])
+        whole = (mantissa * 2.0**53).astype(np.int64)  # exact: 53 significant bits
+        slot = (exponent + 1073).astype(np.int64)
+        for sums, part in ((hi_sums, whole >> HALF), (lo_sums, whole & ((1 << HALF) - 1))):
+            sums += np.bincount(slot, weights=part.astype(np.float64), minlength=EXPONENTS).astype(np.int64)
+    return hi_sums, lo_sums
 
 
 def reported_total(weights) -> float | str:

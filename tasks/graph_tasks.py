@@ -292,7 +292,7 @@ def validate_forest(prepared: Timed, forest: Timed) -> Timed:
     e, chosen = prepared.value.edges, forest.value.edges
     start = time.perf_counter()
     report = verify_forest(e.src, e.dst, e.weight, e.n, chosen)
-    extra = {"forest edges": int(chosen.shape[0]), "total weight": reported_total(e.weight[chosen])}
+    extra = {"forest edges": int(chosen.shape[0]), "total weight": reported_total(be.take(e.weight, chosen))}
     if e.m <= KRUSKAL_LIMIT:
         checks, extra["Kruskal total weight"] = kruskal_check(e.src, e.dst, e.weight, e.n, chosen)
         report.update(checks)
@@ -350,8 +350,9 @@ def write_results(prepared: Timed, searches: list, results: list[str], forest: T
     if forest is not None:
         rows, e = forest.value.edges, p.edges  # an edge's index is its input row
         tables[results[len(searches)]] = result(
-            lambda: dense_forest_columns(xp, ids, e.src[rows], e.dst[rows], e.weight[rows], p.columns),
-            lambda: dense_forest_table(host_names(), *(be.to_host(column[rows]) for column in (e.src, e.dst, e.weight)),
+            lambda: dense_forest_columns(xp, ids, *(be.take(column, rows) for column in (e.src, e.dst, e.weight)),
+                                         p.columns),
+            lambda: dense_forest_table(host_names(), *(be.to_host(be.take(column, rows)) for column in (e.src, e.dst, e.weight)),
                                        p.columns))
     written, removed = publish_results(tables, output, compression, check=check_flow_run_going)
     # absolute, as seen by the process that wrote them: the summary names them for the user

@@ -4,7 +4,7 @@ and the seconds of every stage. A partitioned run's ranks count theirs together
 (tasks.partitioned.rank)."""
 from __future__ import annotations
 
-from kernels.backend import count_at_least, count_ends_reached
+from kernels.backend import count_at_least, count_ends_reached, take
 from tasks.forest_weight import reported_total
 from tasks.report import RunSummary, run_summary
 
@@ -29,7 +29,7 @@ def summarize(p, graph, searches: list, forest, checks: list, outputs: list[str]
         seconds.update(csr=graph.seconds, bfs=bfs_seconds)
     if forest is not None:
         f = forest.value
-        figures.update(forest_edges=int(f.edges.shape[0]), forest_weight=reported_total(p.edges.weight[f.edges]),
+        figures.update(forest_edges=int(f.edges.shape[0]), forest_weight=reported_total(take(p.edges.weight, f.edges)),
                        components=f.components, rounds=f.rounds, **({"unit_weights": True} if p.unit_weights else {}),
                        edges_per_second=round(p.rows / forest.seconds) if forest.seconds > 0 else None)
         seconds["msf"] = forest.seconds

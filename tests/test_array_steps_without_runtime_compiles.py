@@ -61,6 +61,21 @@ def test_traversed_ends_and_label_sizes(backend, n):
         assert sizes.dtype == np.int64 and sizes.tolist() == np.bincount(ends, minlength=vertices + 2).tolist()
 
 
+@pytest.mark.parametrize("n", SIZES)
+def test_masked_compaction_and_gathers(backend, n):
+    rng = np.random.default_rng(n + 13)
+    mask = rng.random(n) < 0.4
+    counts = be.mask_counts(be.to_backend(mask, backend))
+    assert be.to_host(counts).tolist() == [0, *np.cumsum(mask).tolist()]
+    for dtype in (np.int32, np.int64, np.uint64, np.float32, np.float64):
+        values = rng.integers(-5, 5, n).astype(dtype)
+        kept = be.compress(be.to_backend(values, backend), be.to_backend(mask, backend), counts)
+        assert be.to_host(kept).tobytes() == values[mask].tobytes()
+        index = rng.integers(0, max(n, 1), 2 * n).astype(np.int64) if n else np.zeros(0, np.int64)
+        assert be.to_host(be.take(be.to_backend(values, backend), be.to_backend(index, backend))).tobytes() == \
+            values[index].tobytes()
+
+
 def test_fill_keeps_the_exact_value(backend):
     xp = be.module(backend)
     for dtype, value in ((np.uint64, 2**64 - 1), (np.uint32, 0xFFFFFFFF), (np.int64, -(2**63)), (np.float32, 1.0),

@@ -25,6 +25,7 @@ from flows.arguments import build_parser, parameters
 from flows.pipeline import pipeline_flow
 from kernels import backend as be
 from kernels.parquet.decode import decode_hybrid
+from kernels.parquet import encode as enc
 from kernels.parquet.encode import hybrid, interleave, present_levels
 from tasks.errors import OutputError
 from tasks.parquet.codec.decompress import nvcomp_usable
@@ -209,6 +210,39 @@ def test_the_hybrid_encoding_decodes_to_the_values_page_by_page(case):
         decoded, used = decode_hybrid(np, page, width, count)
         assert used == page.shape[0]
         assert decoded.tolist() == values[starts[p]:starts[p + 1]].tolist()
+
+
+@pytest.mark.skipif(not be.cupy_usable(), reason="the GPU encoders need a GPU")
+def test_the_gpu_encoders_give_the_host_encoders_bytes():
+    """The hybrid encoding of levels (bool) and of dictionary indices (uint32, widths 1 to 32),
+    with runs, bit-packed groups, short last groups and empty pages; and dictionaries of floats
+    (-0.0 beside 0.0, NaN payloads) and integers: byte for byte the NumPy encoder's."""
+    import cupy as cp
+
+    rng = np.random.default_rng(12)
+    for case in range(120):
+        n = int(rng.integers(0, 3000))
+        width = 1 if case % 3 == 0 else int(rng.integers(1, 33))
+        values = rng.random(n) < rng.random() if width == 1 and case % 2 else \
+            rng.integers(0, 2**width, n, dtype=np.uint64).astype(np.uint32)
+        if case % 4 == 1 and n:  # long runs of one value
+            values = np.repeat(values[:max(1, n // 50)], 50)[:n]
+        starts = np.concatenate([[0], np.sort(rng.integers(0, n + 1, int(rng.integers(0, 5)))), [n]]).astype(np.int64)
+        want, want_at = hybrid(np, values, starts, width)
+        got, got_at = hybrid(cp, cp.asarray(values), starts, width)
+        assert host(got).tobytes() == want.tobytes() and got_at.tolist() == want_at.tolist(), (case, n, width, starts)
+    for dtype in (np.float32, np.float64, np.int32, np.int64):
+        for n in (0, 1, 5000):
+            values = rng.integers(-40, 40, n).astype(dtype)
+            if dtype in (np.float32, np.float64) and n > 1:
+                values[::7] = -0.0
+                values[::11] = np.nan
+                values[1] = np.array(0x7FC00001 if dtype == np.float32 else 0x7FF0000000000001,
+                                     dtype=np.uint32 if dtype == np.float32 else np.uint64).view(dtype)
+            distinct, index = enc.dictionary(np, values)
+            got_distinct, got_index = enc.dictionary(cp, cp.asarray(values))
+            assert host(got_distinct).tobytes() == distinct.tobytes() and host(got_index).tolist() == index.tolist()
+            assert enc.distinct_count(cp, cp.asarray(values)) == enc.distinct_count(np, values) == distinct.shape[0]
 
 
 def test_levels_of_a_column_without_nulls_are_the_hybrid_encoding_of_ones(xp):

@@ -654,3 +654,47 @@ def test_mutated_answers_are_refused_exactly_when_wrong(seed):
             assert any(report.values()) == wrong, (src, dst, weight, chosen, forest, report)
             shown["forest"] += wrong
     assert shown["bfs"] > 100 and shown["forest"] > 100, shown
+
+
+@pytest.mark.skipif(not be.cupy_usable(), reason="compares the GPU's forest checks with the host's")
+def test_the_gpu_forest_checks_count_every_rule_as_the_host_checks_do():
+    """Random multigraphs (self-loops, twins, ties, -0.0 beside 0.0; float32, float64, int32 and
+    int64 weights; int32 and int64 ends) with their minimum forest, a forest edge dropped, an
+    edge added, one swapped for a random edge, for a cut-crossing heavier edge, or an index out
+    of range: the GPU's report equals the host's, count for count."""
+    import cupy as cp
+
+    rng = np.random.default_rng(21)
+    kinds = set()
+    for case in range(160):
+        n = int(rng.integers(1, 400))
+        m = int(rng.integers(0, 4 * n))
+        ends = rng.choice([np.int32, np.int64])
+        src, dst = rng.integers(0, n, m).astype(ends), rng.integers(0, n, m).astype(ends)
+        weight = (rng.integers(-4, 5, m) * 0.5).astype(rng.choice([np.float32, np.float64, np.int32, np.int64]))
+        if weight.dtype.kind == "f":
+            weight[weight == 0] = rng.choice([0.0, -0.0])
+        _, forest = kruskal(src, dst, weight, n)
+        chosen = list(forest)
+        kind = case % 6
+        if kind == 1 and chosen:
+            chosen.pop(int(rng.integers(0, len(chosen))))
+        elif kind == 2 and m:
+            chosen.append(int(rng.integers(0, m)))
+        elif kind == 3 and m and chosen:
+            chosen[int(rng.integers(0, len(chosen)))] = int(rng.integers(0, m))
+        elif kind == 4 and chosen:  # swap a forest edge for another edge across the cut it leaves
+            drop = int(rng.integers(0, len(chosen)))
+            rest = chosen[:drop] + chosen[drop + 1:]
+            label = verify.connected_components(src[rest], dst[rest], n)
+            a, b = label[src[chosen[drop]]], label[dst[chosen[drop]]]
+            across = np.flatnonzero(((label[src] == a) & (label[dst] == b)) | ((label[src] == b) & (label[dst] == a)))
+            chosen = rest + [int(rng.choice(across))]
+        elif kind == 5:
+            chosen.append(int(rng.choice([-1, m, m + 7])))
+        chosen = np.array(chosen, dtype=np.int64)
+        want = verify_forest(src, dst, weight, n, chosen)
+        got = verify_forest(cp.asarray(src), cp.asarray(dst), cp.asarray(weight), n, cp.asarray(chosen))
+        assert got == want, (case, n, m, weight.dtype, chosen)
+        kinds.update(name for name, count in want.items() if count > 0)
+    assert kinds == {"edges are distinct input edges", "acyclic", "one tree per component", "minimum (cycle property)"}

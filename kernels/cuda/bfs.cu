@@ -505,3 +505,18 @@ bfs_levels(const i64* out_ptr, const int* out_idx, const i64* in_ptr, const int*
 }
 
 }  // extern "C"
+
+// A search's result columns (tasks/parquet/write/tables.py, dense_bfs_columns): reached where
+// the distance is >= 0, has_predecessor where it is > 0 (a source has none), and there the
+// predecessor's input id (ids[0] elsewhere: a null's placeholder). I: the ids' integer type, P:
+// the predecessors'. Driver: kernels/gpu_bfs.py, result_columns.
+template <typename I, typename P>
+__global__ void bfs_result_columns(const I* ids, const int* distance, const P* predecessor, i64 n, bool* reached,
+                                   bool* has_predecessor, I* predecessor_ids) {
+    for (i64 v = thread_index(); v < n; v += thread_count()) {
+        int d = distance[v];
+        reached[v] = d >= 0;
+        has_predecessor[v] = d > 0;
+        predecessor_ids[v] = ids[d > 0 ? (i64)predecessor[v] : 0];
+    }
+}

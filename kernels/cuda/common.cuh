@@ -11,6 +11,7 @@ typedef unsigned long long u64;
 #define FULL_MASK 0xffffffffu
 #define U64_MAX 0xffffffffffffffffull
 #define I64_MAX 0x7fffffffffffffffll
+#define I64_MIN (-I64_MAX - 1)
 
 __device__ __forceinline__ i64 thread_index() { return blockIdx.x * (i64)blockDim.x + threadIdx.x; }
 __device__ __forceinline__ i64 thread_count() { return (i64)gridDim.x * blockDim.x; }

@@ -22,6 +22,9 @@ Encodings (parquet-format Encodings.md; all multi-byte integers little-endian):
 Choices: everything is whole-array (gathers, cumulative sums, scatters), one call per column
 chunk over all its pages; nothing walks the runs in Python. Bit-packing goes through a
 (groups, 8 x width) bit matrix, cut into slices of PACK_GROUPS groups to bound its memory.
+On a GPU, ``hybrid``, ``dictionary`` and ``distinct_count`` hand CuPy arrays to
+kernels/parquet/gpu_encode.py: the same bytes from the ahead-of-time module's kernels, where
+this code as CuPy would compile some thirty kernels at run time in every fresh process.
 """
 from __future__ import annotations
 
@@ -42,9 +45,22 @@ def plain(xp, values):
 
 def dictionary(xp, values):
     """(dictionary values, uint32 index of each value): distinct by bit pattern, ascending."""
+    if xp is not np:
+        from kernels.parquet import gpu_encode
+
+        return gpu_encode.dictionary(values)
     bits = xp.ascontiguousarray(values).view(_INT_VIEW[values.dtype.itemsize])
     distinct, index = xp.unique(bits, return_inverse=True)
     return distinct.view(values.dtype), index.reshape(-1).astype(xp.uint32)
+
+
+def distinct_count(xp, values) -> int:
+    """How many entries ``dictionary`` would give ``values``."""
+    if xp is not np:
+        from kernels.parquet import gpu_encode
+
+        return gpu_encode.distinct_count(values)
+    return int(np.unique(np.ascontiguousarray(values).view(_INT_VIEW[values.dtype.itemsize])).shape[0])
 
 
 def index_bit_width(entries: int) -> int:
@@ -75,7 +91,8 @@ def _varint_length(xp, h):
 
 
 def hybrid(xp, values, starts, bit_width: int):
-    """RLE/bit-packed hybrid of ``values`` (unsigned integers below 2**bit_width) cut into pages
+    """RLE/bit-packed hybrid of ``values`` (unsigned integers below 2**bit_width; bool or uint32
+    on a GPU, kernels/parquet/gpu_encode.py) cut into pages
     at ``starts`` (host int64, pages + 1 entries, from 0 to len(values)). Returns (bytes,
     offsets). A page of no values has no bytes."""
     starts = np.asarray(starts, dtype=np.int64)
@@ -87,6 +104,10 @@ def hybrid(xp, values, starts, bit_width: int):
     total_groups = int(group_offsets[-1])
     if total_groups == 0:
         return xp.zeros(0, dtype=xp.uint8), np.zeros(pages + 1, np.int64)
+    if xp is not np:
+        from kernels.parquet import gpu_encode
+
+        return gpu_encode.hybrid(values, starts, group_offsets, bit_width)
     values = values.astype(xp.uint64, copy=False)
     # each group's page, first value and last value of its page
     g = xp.arange(total_groups, dtype=xp.int64)

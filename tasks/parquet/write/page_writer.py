@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from kernels import backend as be
 from kernels.backend import array_module
 from kernels.parquet import encode as enc
 from kernels.parquet.format import (BINARY, CODECS, DATA_PAGE, DICTIONARY_PAGE, I32, I64, LIST, OPTIONAL,
@@ -160,11 +161,10 @@ def _encode_chunk(xp, columns: ResultColumns, c: int, start: int, stop: int, dic
         level_bytes, level_offsets = enc.present_levels(xp, np.diff(row_starts))
     else:
         valid = valid[start:stop]
-        present = values[valid]
-        counted = xp.zeros(rows + 1, dtype=xp.int64)
-        counted[1:] = xp.cumsum(valid, dtype=xp.int64)
-        value_starts = _host(counted[xp.asarray(row_starts)]).astype(np.int64)
-        level_bytes, level_offsets = enc.hybrid(xp, valid.astype(xp.uint8), row_starts, 1)
+        counted = be.mask_counts(valid)  # rows + 1 entries: values kept before each row
+        present = be.compress(values, valid, counted)
+        value_starts = be.to_host(be.take(counted, xp.asarray(row_starts))).astype(np.int64)
+        level_bytes, level_offsets = enc.hybrid(xp, valid, row_starts, 1)
     chunk = _Chunk(c, rows, rows - int(present.shape[0]), enc.min_max(xp, present), False)
     streams = [enc.host_stream(xp, [int(n).to_bytes(4, "little") for n in np.diff(level_offsets)]),
                (level_bytes, level_offsets)]
@@ -264,10 +264,6 @@ def _compress_nvcomp(pages: list, compression: str) -> None:
     view = memoryview(host)
     for page, a, b, crc in zip(todo, starts[:-1].tolist(), starts[1:].tolist(), crcs.tolist()):
         page.stored, page.crc = view[a:b], crc
-
-
-def _host(array) -> np.ndarray:
-    return array.get() if hasattr(array, "get") else np.asarray(array)
 
 
 def _page_header(page: _Page) -> bytes:

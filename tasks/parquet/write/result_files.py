@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kernels.backend import array_module
+from kernels.parquet import encode as enc
 from tasks import stopping
 from tasks.errors import OutputError
 from tasks.parquet.write.concat import ParquetConcatError, concatenate_files, write_table_parallel
@@ -85,7 +86,7 @@ def dictionary_columns(table: pa.Table | ResultColumns) -> list[str]:
             continue
         if isinstance(table, ResultColumns):
             sample = table.values[i][:DICTIONARY_SAMPLE]  # weights have no nulls
-            size, distinct = int(sample.shape[0]), int(array_module(sample).unique(sample).shape[0])
+            size, distinct = int(sample.shape[0]), enc.distinct_count(array_module(sample), sample)
         else:
             sample = table[name].slice(0, DICTIONARY_SAMPLE)
             size, distinct = len(sample), len(pc.unique(sample))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow as pa
 
+from kernels import backend as be
 from tasks.parquet.write.results import BFS_COLUMNS, BFS_RESULT_NAME, FOREST_COLUMNS, FOREST_RESULT_NAME, RESULT_KEY
 
 
@@ -101,10 +102,15 @@ def dense_bfs_columns(xp, ids, distance, predecessor) -> ResultColumns:
     """dense_bfs_table's result as ResultColumns of ``xp`` arrays (``ids``: the input's
     integer ids of dense vertices 0..n-1)."""
     ids = xp.asarray(ids)
-    reached, has_predecessor = distance >= 0, distance > 0
-    predecessor_ids = ids[xp.where(has_predecessor, predecessor, 0)] if ids.shape[0] else ids
-    return ResultColumns(bfs_schema(pa.from_numpy_dtype(ids.dtype)),
-                         (ids, distance.astype(xp.int32, copy=False), predecessor_ids),
+    if xp is not np and ids.shape[0]:  # one launch of the ahead-of-time module
+        from kernels import gpu_bfs
+
+        distance, reached, has_predecessor, predecessor_ids = gpu_bfs.result_columns(ids, distance, predecessor)
+    else:
+        reached, has_predecessor = distance >= 0, distance > 0
+        predecessor_ids = ids[xp.where(has_predecessor, predecessor, 0)] if ids.shape[0] else ids
+        distance = distance.astype(xp.int32, copy=False)
+    return ResultColumns(bfs_schema(pa.from_numpy_dtype(ids.dtype)), (ids, distance, predecessor_ids),
                          (None, reached, has_predecessor))
 
 
@@ -112,4 +118,4 @@ def dense_forest_columns(xp, ids, src, dst, weight, columns: tuple[str, str, str
     """dense_forest_table's result as ResultColumns of ``xp`` arrays."""
     ids = xp.asarray(ids)
     return ResultColumns(forest_schema(pa.from_numpy_dtype(ids.dtype), pa.from_numpy_dtype(weight.dtype), columns),
-                         (ids[src], ids[dst], weight), (None, None, None))
+                         (be.take(ids, src), be.take(ids, dst), weight), (None, None, None))
