@@ -77,7 +77,7 @@ def bfs_flow(input: str, source: list[VertexId] | None = None, source_sets: list
                              directed=directed, depth_limit=depth_limit, backend=backend,
                              output_layout=output_layout, compression=compression, reader=reader, writer=writer)
         return finish("bfs", input, summary, started, [summary])
-    prepared = load_edges.submit(plan, backend, ("bfs",), directed, reader)
+    prepared = load_edges.submit(plan, backend, ("bfs",), directed, reader, sources.sets)
     graph = build_csr.submit(prepared, directed)
     searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), sources.sets, unmapped(depth_limit),
                                         sources.keys)

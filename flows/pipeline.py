@@ -78,7 +78,7 @@ def pipeline_flow(input: str, source: list[VertexId] | None = None, source_sets:
                              directed=directed, depth_limit=depth_limit, backend=backend,
                              output_layout=output_layout, compression=compression, reader=reader, writer=writer)
         return finish("pipeline", input, summary, started, [summary])
-    prepared = load_edges.submit(plan, backend, ("bfs", "msf"), directed, reader)
+    prepared = load_edges.submit(plan, backend, ("bfs", "msf"), directed, reader, sources.sets)
     graph = build_csr.submit(prepared, directed)
     searches = breadth_first_search.map(unmapped(prepared), unmapped(graph), sources.sets, unmapped(depth_limit),
                                         sources.keys)

@@ -157,11 +157,15 @@ def prepare_input(plan: InputPlan, backend: str | None, algorithms=("bfs", "msf"
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False,
       task_run_name=TaskRunName("load"))
 def load_edges(plan: InputPlan, backend: str | None, algorithms: tuple = ("bfs", "msf"), directed: bool = False,
-               reader: str = "auto") -> Timed:
+               reader: str = "auto", source_sets: list = ()) -> Timed:
     """The input the run planned, on the compute backend, renumbered (a PreparedEdges, see
     prepare_input). The backend and the Parquet reader are resolved here, on the worker that
-    computes."""
+    computes. Every id of ``source_sets`` (the searches' sources) is looked up as soon as the
+    ids are known: a source that is no vertex fails the load, so no other stage of the run
+    starts (the forest and its validation would otherwise run on after the search failed)."""
     p = prepare_input(plan, backend, algorithms, directed, reader)
+    for sources in source_sets:
+        dense_sources(p, sources)
     logger = get_run_logger()
     logger.info("read %s edges from %s in %.3f s; reader %s", f"{p.rows:,}", p.path, p.read_seconds,
                 reader_text(p.reader))

@@ -22,6 +22,7 @@ import pytest
 from flows import __version__
 from flows import bfs as bfs_cli
 from flows import mst as mst_cli
+from flows import pipeline as pipeline_cli
 from flows.mst import mst_flow
 from tests.conftest import ROOT
 from tests.helpers import child_pythonpath
@@ -119,6 +120,27 @@ def test_a_source_inside_the_range_but_absent_fails_the_run_which_prints_its_pag
     run_id = lines[0].rsplit("/", 1)[1]
     with get_client(sync_client=True) as client:
         assert client.read_flow_run(run_id).state.type.value == "FAILED"
+
+
+def test_a_source_found_missing_at_load_stops_the_forest_before_it_starts(tmp_path, capsys, prefect_server):
+    """The pipeline with a source inside the ids' range that is no vertex: the load fails on it,
+    so the run fails without the CSR, the search, the forest or their validations ever running."""
+    path = tmp_path / "gaps.parquet"
+    pq.write_table(pa.table({"src": [0, 2, 5], "dst": [2, 5, 0], "weight": [1.0, 2.0, 3.0]}), path)
+    code = pipeline_cli.main([str(path), "--source", "3", "--output", str(tmp_path / "out")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and lines[-1] == f"error: {path}: source '3' is not a vertex of the graph"
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    run_id = lines[0].rsplit("/", 1)[1]
+    with get_client(sync_client=True) as client:
+        assert client.read_flow_run(run_id).state.type.value == "FAILED"
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run_id])))
+    (load,) = [run for run in runs if run.name == "load-gaps"]
+    assert load.state.type.value == "FAILED"
+    assert all(run.start_time is None for run in runs if run is not load)
+    assert not (tmp_path / "out").exists()
 
 
 def test_json_prints_the_summary_a_downstream_step_reads(tmp_path, capsys, prefect_server):
