@@ -6,7 +6,7 @@ A container started for each run (a Kubernetes or Docker work pool) has an empty
 cache. This times, as a user types it, `python -m flows.pipeline GRAPH --source S --backend cupy
 --runner threads` against one running `prefect server` (started here) with CUPY_CACHE_DIR an
 empty folder (cold), then --repeat more times with the cache that run left (warm), and counts
-the kernels the cold run compiled. Beside it, in a fresh process each: the project's own CUDA
+the kernels the cold run compiled; each run's seconds by stage (its summary's) are kept too. Beside it, in a fresh process each: the project's own CUDA
 module compiled by NVRTC (kernels/cuda_source.py, one module), and CuPy's context and first
 allocation. What is left of the cold run's extra seconds is CuPy's own elementwise, reduction
 and indexing kernels, each compiled by NVRTC on its first call. Appends one record to FILE.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import statistics
 import subprocess
@@ -46,12 +47,15 @@ print(ready - started, time.perf_counter() - ready)
 """
 
 
-def timed(env: dict, argv: list[str]) -> float:
+def timed(env: dict, argv: list[str]) -> tuple[float, dict]:
+    """Seconds of a run of the command line (with --json) end to end, and its summary's seconds
+    by stage."""
     started = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)}: exit {done.returncode}\n{done.stderr}")
-    return time.perf_counter() - started
+    summary = json.loads(done.stdout.splitlines()[-1])
+    return time.perf_counter() - started, {k: v for k, v in summary.items() if k.endswith("_seconds")}
 
 
 def compiled_kernels(cache: Path) -> int:
@@ -87,16 +91,18 @@ def main(argv=None) -> int:
         cache = work / "cupy-cache"
         run_env = {**env, "CUPY_CACHE_DIR": str(cache)}
         command = [sys.executable, "-m", "flows.pipeline", str(graph), "--source", str(source), "--backend", "cupy",
-                   "--runner", "threads", "--output", str(work / "out")]
-        cold = timed(run_env, command)
+                   "--runner", "threads", "--output", str(work / "out"), "--json"]
+        cold, cold_stages = timed(run_env, command)
         kernels = compiled_kernels(cache)
-        warm = [round(timed(run_env, command), 2) for _ in range(args.repeat)]
+        warm_runs = [timed(run_env, command) for _ in range(args.repeat)]
+        warm = [round(seconds, 2) for seconds, _ in warm_runs]
     finally:
         server.terminate()
         server.wait(timeout=30)
     record = {"algo": "cold-start", "graph": args.graph, "command_run": "flows.pipeline --source S --runner threads",
               "cold_seconds": round(cold, 2), "warm_seconds": round(statistics.median(warm), 2), "warm_runs": warm,
-              "kernels_compiled_cold": kernels, "own_module_nvrtc_seconds": round(module_seconds, 2),
+              "kernels_compiled_cold": kernels, "stages_cold": cold_stages,
+              "stages_warm": [stages for _, stages in warm_runs], "own_module_nvrtc_seconds": round(module_seconds, 2),
               "cupy_context_seconds": round(context_seconds, 2), "machine": machine("cupy"), "code": code_version(),
               "date": datetime.date.today().isoformat(),
               "command": " ".join(["python -m benchmarks.cold_start", *(argv if argv is not None else sys.argv[1:])])}
