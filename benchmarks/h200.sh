@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Everything one H200 session runs, in one call (each machine start costs budget):
-#   benchmarks/h200.sh tests|flow|big|cores|kernels|partitioned|all|profile  OUTDIR
-# tests, flow, big, cores, partitioned and all need .whl/ (`make wheels`); kernels and profile need no
+#   benchmarks/h200.sh tests|flow|big|cores|kernels|partitioned|parquet|all|profile  OUTDIR
+# tests, flow, big, cores, partitioned, parquet and all need .whl/ (`make wheels`); kernels and profile need no
 # wheels (NumPy, CuPy and pytest are on the machine). .realgraphs/ travels with the checkout.
+# parquet times the page reader and writer beside libcudf where /tmp/cudf.tar holds its wheels
+# (../shared/tools/cudf-wheels.sh's parts, put together by earlier calls).
 # partitioned needs a machine with two GPUs or more.
 set -uo pipefail
 what=${1:-all}; out=${2:-${OUT:-/tmp/out}}
@@ -35,6 +37,19 @@ if [[ $what == flow || $what == all ]]; then
     --runner dask --workdir /tmp/orchestration --json "$out/h200-flow-$(date +%F).json" 2>&1 \
     | grep -v "distributed\." | tee "$out/flow.log" | tail -60
   rm -rf /tmp/orchestration
+fi
+if [[ $what == parquet ]]; then
+  # Kron-24 bare, one file per compression, with libcudf's read and write of the same files; then
+  # each page reader step alone and its whole read at three batch sizes on the Snappy file
+  if [[ -f /tmp/cudf.tar && ! -d /tmp/cudf ]]; then
+    (cd /tmp && tar -xf cudf.tar && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+      --target /tmp/cudf cudfset/*.whl)
+  fi
+  [[ -d /tmp/cudf ]] && export LIBCUDF_SITE=/tmp/cudf
+  timeout 330 python3 -m benchmarks.orchestration --graph kron:24 --input-compression snappy,none,zstd --flows '' \
+    --workdir /tmp/parquet24 --json "$out/h200-parquet-$(date +%F).json" 2>&1 | tee "$out/parquet.log" | tail -80
+  timeout 200 python3 -m benchmarks.page_reader_steps /tmp/parquet24/snappy/input-snappy.parquet --batch-mib 256,512,1024 \
+    --json "$out/h200-page-reader-steps-$(date +%F).json" 2>&1 | tee "$out/steps.log" | tail -20
 fi
 if [[ $what == big || $what == all ]]; then
   # Kron-26 (1.07 G edges) through the whole pipeline on one GPU: input as 16 snappy parts

@@ -24,7 +24,9 @@ written at once), then:
   has it on by default). The seconds the flow spends outside its stages (task hand-offs, cluster start) are recorded as the gap, the task runs' start and
   end as the timeline, and the seconds before the flow run's start and after its end (creating
   the run; the task runner's exit, the cluster's close) apart.
-The Prefect server is the one PREFECT_API_URL names; start one first (one server for the flow
+On a GPU, libcudf's read of the same input and its write of the same two results are recorded
+beside the bare run's load and write where pylibcudf is installed (benchmarks.libcudf,
+LIBCUDF_SITE). The Prefect server is the one PREFECT_API_URL names; start one first (one server for the flow
 and its Dask workers). Appends one record per input compression to FILE.
 """
 from __future__ import annotations
@@ -292,6 +294,23 @@ def flow_records(path: str, source_id: int, work: Path, backend: str, runner: st
     return record
 
 
+def libcudf_records(path: str, results: Path, bare: dict) -> dict:
+    """libcudf's read of the input and its write of the bare run's two results (benchmarks.libcudf),
+    with the bare run's load and write over them."""
+    from benchmarks import libcudf
+
+    files = [str(f) for f in sorted(Path(path).rglob("*.parquet"))] if Path(path).is_dir() else [path]
+    read = libcudf.measure("read", files)
+    write = libcudf.measure("write", [str(results.parent / "libcudf-writes"),
+                                      *(str(results / name) for name in (BFS_RESULT_NAME, FOREST_RESULT_NAME))])
+    found = {"read": read, "write": write}
+    if read["seconds"]:
+        found["load_over_libcudf_read"] = round(bare["load"] / read["seconds"], 3)
+    if write["seconds"]:
+        found["write_over_libcudf_write"] = round(bare["write"] / write["seconds"], 3)
+    return found
+
+
 def code_version(checkout: str | os.PathLike | None = None) -> str | None:
     """The commit measured: GRAPH_BENCH_CODE (a copy of the checkout without its .git, e.g. on a
     GPU machine), else the short commit of the checkout these benchmarks are imported from
@@ -377,6 +396,8 @@ def main(argv=None) -> int:
             "peak_rss_vs_decoded": round(report["peak_rss_bytes"] / decoded, 3),
             "peak_rss_bytes_by_stage": report["peak_rss_by_stage"],
         }
+        if backend == "cupy":  # the yardstick on the same input and the same two results
+            record["libcudf"] = libcudf_records(path, out / "bare", bare)
         if "gpu_pool_peak_bytes" in report:
             peak = report["gpu_pool_peak_bytes"] + report["gpu_outside_pool_bytes"]
             record.update(gpu_pool_peak_bytes=report["gpu_pool_peak_bytes"],

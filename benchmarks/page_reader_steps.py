@@ -5,8 +5,9 @@ The whole file's id and weight chunks are read into pinned memory and uploaded o
 step runs over all of them with CUDA events around it (best of 3): page headers, CRC32s of
 every page, the Snappy walk, nvCOMP's decompression, and the batched decoding steps. The record
 gives seconds per step, beside the page reader's whole read of the same file at each batch size
-(``--batch-mib``, with the device pool's size after it, per edge) and pyarrow's, so the step
-that holds the reader back is named."""
+(``--batch-mib``, with the device pool's size after it, per edge), pyarrow's, and libcudf's
+(benchmarks.libcudf, where it is installed: ``--libcudf-site``) with the page reader's time
+over it, so the step that holds the reader back is named."""
 from __future__ import annotations
 
 import argparse
@@ -42,6 +43,8 @@ def main(argv=None) -> int:
     p.add_argument("--columns", default="src,dst,weight")
     p.add_argument("--batch-mib", default="256",
                    help="comma-separated batch sizes (MiB of uncompressed chunks) to time the page reader's whole read with")
+    p.add_argument("--libcudf-site", default=None,
+                   help="a folder holding pylibcudf (default: LIBCUDF_SITE; none: the yardstick is recorded as absent)")
     p.add_argument("--json", required=True)
     args = p.parse_args(argv)
     import cupy
@@ -105,13 +108,19 @@ def main(argv=None) -> int:
         peaks[name] = round(pool.total_bytes() / edges.rows, 1)
         del edges
         pool.free_all_blocks()
+    from benchmarks import libcudf
+    yardstick = libcudf.measure("read", [args.path], args.libcudf_site)
     record = {"algo": "page-reader-steps", "file": args.path, "codec": record_codec, "pages": len(pages),
               "stored_bytes": int(sizes.sum()), "uncompressed_bytes": int(pages.uncompressed_size.sum()),
               "seconds": {k: round(v, 4) for k, v in steps.items()}, "gpu_pool_bytes_per_edge": peaks,
+              "libcudf_read": yardstick,
+              "page_reader_over_libcudf": {k: round(v / yardstick["seconds"], 3) for k, v in steps.items()
+                                           if k.startswith("whole read, gpu") and yardstick["seconds"]},
               "machine": machine("cupy"), "date": datetime.date.today().isoformat(),
               "command": "python -m benchmarks.page_reader_steps " + " ".join(sys.argv[1:] if argv is None else argv), "code": code_version()}
     for k, v in record["seconds"].items():
         print(f"{k:56s} {v:8.4f} s" + (f"  pool {peaks[k]} B/edge" if k in peaks else ""))
+    print(f"{'libcudf read_parquet':56s} {yardstick['seconds']} s  {yardstick.get('why', '')}")
     append_records(args.json, [record])
     return 0
 

@@ -20,6 +20,7 @@ page's, and as one bare block otherwise (older parquet-cpp also wrote bare block
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -181,7 +182,76 @@ def nvcomp_usable() -> bool:
         return False
 
 
-def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_start, path: str = ""):
+@dataclass(frozen=True)
+class PageStreams:
+    """Per page of a table (host arrays): its codec, where it lies in the device buffer, the
+    bytes of v2 levels in front of its stream, whether its bytes go through the codec, and
+    whether the host path must take it (malformed v2 levels, a stored size other than declared
+    for a page stored as is). Its stream is ``stored - levels`` bytes from ``page_in + levels``,
+    decompressing to ``size - levels``."""
+
+    codec: np.ndarray
+    page_in: np.ndarray
+    levels: np.ndarray
+    compressed: np.ndarray
+    on_host: np.ndarray
+    stored: np.ndarray
+    size: np.ndarray
+
+    @classmethod
+    def of(cls, plan, pages, stored_start) -> "PageStreams":
+        chunk = pages.chunk
+        codec = np.array([c.codec for c in plan] or [""], dtype=object)[chunk]
+        page_in = np.asarray(stored_start, np.int64)[chunk] + pages.offset
+        stored, size = pages.compressed_size, pages.uncompressed_size
+        v2 = pages.page_type == DATA_PAGE_V2
+        levels = np.where(v2, pages.definition_levels_length + pages.repetition_levels_length, 0)
+        compressed = (codec != "UNCOMPRESSED") & (~v2 | (pages.is_compressed != 0))
+        on_host = v2 & ((levels < 0) | (levels > np.minimum(size, stored)))  # the host path names them
+        on_host |= ~compressed & (stored != size)
+        return cls(codec, page_in, levels, compressed, on_host, stored, size)
+
+
+@dataclass(frozen=True)
+class SnappyWalk:
+    """The Snappy walk's verdicts on streams of one device buffer, ordered by where they start:
+    (start, length, declared size, fault) per stream, as kernels.parquet.snappy gives them."""
+
+    start: np.ndarray
+    length: np.ndarray
+    declared: np.ndarray
+    fault: np.ndarray
+
+    def faults(self, start, length, declared) -> np.ndarray | None:
+        """The verdict on each of these streams; None unless every one was walked."""
+        start = np.asarray(start, np.int64)
+        if not start.size:
+            return np.zeros(0, np.int64)
+        at = np.minimum(np.searchsorted(self.start, start), max(self.start.size - 1, 0))
+        if not self.start.size or not ((self.start[at] == start) & (self.length[at] == length)
+                                       & (self.declared[at] == declared)).all():
+            return None
+        return self.fault[at]
+
+
+def walk_snappy_streams(device_stored, plan, pages, stored_start) -> SnappyWalk:
+    """Every Snappy stream nvCOMP would be given for these pages (``decompress_pages_nvcomp``),
+    walked on the GPU by one launch on the current stream: done ahead, on the thread that uploads
+    a batch, while the batch before it is decoded."""
+    streams = PageStreams.of(plan, pages, stored_start)
+    mine = np.flatnonzero((streams.codec == "SNAPPY") & streams.compressed & ~streams.on_host
+                          & (streams.size - streams.levels > 0))
+    start = streams.page_in[mine] + streams.levels[mine]
+    order = np.argsort(start, kind="stable")
+    start = start[order]
+    length = (streams.stored - streams.levels)[mine][order]
+    declared = (streams.size - streams.levels)[mine][order]
+    fault = snappy.stream_faults_on_gpu(device_stored, start, length, declared) if start.size else np.zeros(0, np.int64)
+    return SnappyWalk(start, length, declared, fault)
+
+
+def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_start, path: str = "",
+                            walked: SnappyWalk | None = None):
     """Every page's uncompressed bytes on the GPU: (body, starts, fallen_back), page i at
     body[starts[i]:starts[i] + uncompressed_size[i]], table order.
 
@@ -195,7 +265,8 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
     to other than its declared size, goes to the host path too. Hadoop-framed LZ4 pages give one input per frame.
     Snappy streams are walked on the GPU first (kernels.parquet.snappy states the
     rules): nvCOMP's decoder traps on a damaged stream, ending the CUDA context, so a stream that
-    fails the walk goes to the host's codec, which names the fault. Pages the host decompresses
+    fails the walk goes to the host's codec, which names the fault. ``walked``: the walk's verdicts
+    made ahead (``walk_snappy_streams``), used where they cover every Snappy stream here. Pages the host decompresses
     (those, a codec nvCOMP lacks, malformed v2 levels, a stored size other than declared) are
     copied in; fallen_back lists the chunks of a codec nvCOMP lacks, with the reason.
 
@@ -207,14 +278,10 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
     from tasks.parquet.codec import nvcomp_c
 
     chunk = pages.chunk
-    codec = np.array([c.codec for c in plan] or [""], dtype=object)[chunk]
-    page_in = np.asarray(stored_start, np.int64)[chunk] + pages.offset
-    stored, size = pages.compressed_size, pages.uncompressed_size
+    streams = PageStreams.of(plan, pages, stored_start)
+    codec, page_in, levels, compressed = streams.codec, streams.page_in, streams.levels, streams.compressed
+    on_host, stored, size = streams.on_host.copy(), streams.stored, streams.size
     v2 = pages.page_type == DATA_PAGE_V2
-    levels = np.where(v2, pages.definition_levels_length + pages.repetition_levels_length, 0)
-    compressed = (codec != "UNCOMPRESSED") & (~v2 | (pages.is_compressed != 0))
-    on_host = v2 & ((levels < 0) | (levels > np.minimum(size, stored)))  # the host path names them
-    on_host |= ~compressed & (stored != size)
     if not compressed.any() and not on_host.any():
         return device_stored, page_in, []
     out_start = np.cumsum(size) - size
@@ -250,7 +317,10 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
             gpu_pages.copy_segments(device_stored, src, source, packed, length)
             src = packed
         if algorithm == "Snappy":
-            fault = snappy.stream_faults_on_gpu(source, src, length, out_size) != 0
+            fault = None if walked is None or source is not device_stored else walked.faults(src, length, out_size)
+            if fault is None:
+                fault = snappy.stream_faults_on_gpu(source, src, length, out_size)
+            fault = fault != 0
             on_host[page[fault]] = True
             src, length, dst, out_size, page = (a[~fault] for a in (src, length, dst, out_size, page))
             if not src.size:

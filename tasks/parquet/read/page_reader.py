@@ -36,8 +36,9 @@ one buffer and decoded by the batched steps of kernels/parquet/batch.py; a chunk
 row order. Any error in that pass reads the batch again row group by row group through the
 reference steps, so the error raised is the first the host reader would meet. Batches run on
 the host's cores with NumPy; on CuPy one after another (nvCOMP and the uploads share the
-device's stream), each batch's bytes read by a thread of preads while the batch before it is
-decoded.
+device's stream), each batch's bytes read by a thread of preads and uploaded on a stream of
+its own while the batch before it is decoded: a ring of two pinned host buffers and two device
+buffers, each as large as the largest batch's stored bytes, allocated once per read.
 """
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ from tasks.errors import InputError
 from kernels.parquet import gpu_headers
 from kernels.parquet.batch import decode_pages
 from tasks.parquet.codec.decompress import (HOST_CODECS, check_page_crcs, decompress_pages_host, decompress_pages_nvcomp,
-                                      nvcomp_usable)
+                                            nvcomp_usable, walk_snappy_streams)
 from tasks.parquet.read.assembly import Assembly, Rows, count_chunks, new_report, run_in_order
 from tasks.parquet.read.host_reader import read_row_group
 from tasks.parquet.read.pages import (ColumnChunk, batch_pages, decode_chunks, parse_page_headers, plan_column_chunks,
@@ -205,14 +206,30 @@ def batch_units(units: list[ReadUnit], columns: list[str]) -> list[list[ReadUnit
 
 
 @dataclasses.dataclass
+class Staged:
+    """A batch's stored bytes on the GPU and what the upload thread found in them: ``stored_at``
+    maps each chunk to its first byte in ``device``; ``headers`` (gpu_headers.PageHeaders of the
+    batch's chunks, in their order) and ``walked`` (decompress.SnappyWalk of its Snappy streams)
+    are None where they are to be made on the decoding thread."""
+
+    device: object
+    stored_at: dict
+    headers: object = None
+    walked: object = None
+
+
+@dataclasses.dataclass
 class PageRead:
     """One ``read_rows`` call's shared state; ``batch`` reads one batch of its units."""
 
     assembly: Assembly  # the plan, the rows asked for and the arrays being filled
     nvcomp: bool
     layouts: dict
-    # nvCOMP's two staging buffers (host memory pinned by CUDA): batch k's bytes in pinned[k % 2]
+    # the ring of nvCOMP's staging buffers: batch k's stored bytes in pinned[k % 2] (host memory
+    # pinned by CUDA), uploaded into device[k % 2]; both sized once, for the largest batch
     pinned: list = dataclasses.field(default_factory=lambda: [None, None])
+    device: list = dataclasses.field(default_factory=lambda: [None, None])
+    upload_stream: object = None  # a non-blocking CUDA stream: uploads overlap the decoding
 
     @property
     def plan(self) -> InputPlan:
@@ -230,9 +247,11 @@ class PageRead:
 
     def pipelined(self, batches: list) -> list:
         """``batch`` for each batch in order, on the GPU, the next batch's bytes read by a thread
-        of preads while this one's are checked and decoded (its own pinned buffer: batch k + 2
-        reuses batch k's once batch k is done and its upload waited for). A batch's error is
-        raised before the next batch's; an error or an interrupt waits for the read under way."""
+        of preads and uploaded while this one's are checked and decoded (its own ring slot: batch
+        k + 2 reuses batch k's once batch k is done). A batch's error is raised before the next
+        batch's; an error or an interrupt waits for the read and upload under way."""
+        if self.nvcomp:
+            self.allocate_ring(max((self.stored_bytes(b) for b in batches), default=0))
         results = []
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-prefetch") as pool:
             ahead = pool.submit(self.fetch, batches[0], 0) if batches else None
@@ -243,10 +262,9 @@ class PageRead:
                 results.append(self.process(fetched))
         return results
 
-    def fetch(self, units: list[ReadUnit], slot: int = 0):
-        """The batch's column chunks the footer lets the page reader take, their stored bytes
-        read (into pinned[slot] on a GPU with nvCOMP), and the chunks the footer sends to the
-        host reader, with why."""
+    def taken(self, units: list[ReadUnit]):
+        """The batch's column chunks the footer lets the page reader take, and {(row group,
+        column): why} for those it sends to the host reader."""
         layout = self.layouts[units[0].file]
         ends = (self.plan.src_col, self.plan.dst_col)
         wanted, fallback = [], {}
@@ -258,15 +276,48 @@ class PageRead:
                     fallback[u.group, c] = reason
                 else:
                     wanted.append(chunk)
+        return wanted, fallback
+
+    def stored_bytes(self, units: list[ReadUnit]) -> int:
+        """The stored bytes of the batch's chunks the page reader takes."""
+        return sum(c.size for c in self.taken(units)[0])
+
+    def allocate_ring(self, size: int) -> None:
+        """The ring's two pinned and two device buffers of ``size`` bytes each, and the upload
+        stream: once per read, before the first batch (a GPU with nvCOMP only)."""
+        import cupy
+
+        size = max(size, 1)
+        self.pinned = [np.frombuffer(cupy.cuda.alloc_pinned_memory(size), np.uint8, size) for _ in range(2)]
+        self.device = [cupy.empty(size, dtype=cupy.uint8) for _ in range(2)]
+        self.upload_stream = cupy.cuda.Stream(non_blocking=True)
+
+    def fetch(self, units: list[ReadUnit], slot: int = 0):
+        """The batch's column chunks the page reader takes, their stored bytes read (into
+        pinned[slot] on a GPU with nvCOMP, then uploaded into device[slot] on the upload stream
+        and waited for), and the chunks the footer sends to the host reader, with why."""
+        wanted, fallback = self.taken(units)
         stored, buffer, starts = self.read_bytes(units[0], wanted, slot)
-        return units, wanted, fallback, dict(zip(wanted, stored)), buffer, starts
+        staged = None
+        if self.nvcomp and wanted:
+            # the upload, the page headers and the Snappy walk (whose time is its longest stream's)
+            # on the upload stream: they overlap the batch before's decompression and decoding
+            staged = Staged(self.device[slot][:buffer.size], dict(zip(wanted, starts)))
+            with self.upload_stream:
+                staged.device.set(buffer)
+                staged.headers = gpu_headers.page_headers(staged.device, starts, [c.size for c in wanted],
+                                                          [c.num_values for c in wanted])
+                if staged.headers.pages.page_type.size:
+                    staged.walked = walk_snappy_streams(staged.device, wanted, staged.headers.pages, starts)
+            self.upload_stream.synchronize()
+        return units, wanted, fallback, dict(zip(wanted, stored)), staged
 
     def process(self, fetched):
         """The batch's chunks decoded (at once, else row group by row group), its units checked
         and stored: ``batch``'s result."""
-        units, wanted, fallback, stored, buffer, starts = fetched
+        units, wanted, fallback, stored, staged = fetched
         try:
-            return self.batch_at_once(units, wanted, dict(fallback), stored, (buffer, dict(zip(wanted, starts))))
+            return self.batch_at_once(units, wanted, dict(fallback), stored, staged)
         except InputError:
             # a damaged page or a refused row: read the batch again row group by row group on the
             # reference steps, so the error raised is the first the host reader meets
@@ -291,10 +342,9 @@ class PageRead:
         """``prepare`` for every chunk of the batch at once, on the GPU: page headers parsed by
         one walk per chunk, CRC32s computed where stored (kernels/parquet/gpu_headers.py). A chunk
         the walk refuses is parsed again on the host, which names the fault; a CRC32 that
-        differs raises, and the batch is read again in row order (``batch``)."""
-        device_stored, stored_at = staged
-        headers = gpu_headers.page_headers(
-            device_stored, [stored_at[c] for c in wanted], [c.size for c in wanted], [c.num_values for c in wanted])
+        differs raises, and the batch is read again in row order (``batch``). The headers come
+        parsed from the upload thread (``staged.headers``)."""
+        device_stored, stored_at, headers = staged.device, staged.stored_at, staged.headers
         refused = set(headers.refused().tolist())
         columns = headers.pages.columns
         first = np.searchsorted(columns["chunk"], np.arange(len(wanted) + 1))
@@ -325,14 +375,7 @@ class PageRead:
         page. The units are then checked and stored in row order."""
         by_group = {u.group: u for u in units}
         pages = {}
-        if self.nvcomp and wanted:  # the batch's stored bytes go up in one copy; headers and CRC32s there
-            buffer, starts = staged
-            # straight from the pinned buffer, asynchronously: waited for here, so that the buffer
-            # may take batch k + 2's bytes once this batch is done
-            device = self.xp.empty(buffer.size, dtype=self.xp.uint8)
-            device.set(buffer)
-            self.xp.cuda.get_current_stream().synchronize()
-            staged = (device, starts)
+        if self.nvcomp and wanted:  # the batch's stored bytes are on the GPU (fetch); headers and CRC32s there
             self.prepare_on_gpu(by_group, wanted, stored, staged, fallback, pages)
         else:
             for chunk in wanted:
@@ -352,20 +395,22 @@ class PageRead:
             if group:
                 self.decode_group(units[0].file, group, pages, stored, staged if on_gpu else None, decoded, notes)
         per_unit, counts = self.store_units(units, fallback, lambda unit, chunk: decoded[chunk])
+        if self.nvcomp:  # every launch reading the batch's device buffer ends before the ring reuses it
+            self.xp.cuda.get_current_stream().synchronize()
         return per_unit, counts, notes
 
     def decode_group(self, file, chunks, pages, stored, on_gpu, decoded: dict, notes: dict) -> None:
-        """The chunks' pages decompressed into one buffer (``on_gpu``: (the batch's stored bytes on
-        the GPU, chunk -> where its bytes start there), for nvCOMP; else None, the host's codecs)
+        """The chunks' pages decompressed into one buffer (``on_gpu``: the batch's ``Staged`` bytes
+        on the GPU, for nvCOMP; else None, the host's codecs)
         and decoded by the batched steps, or page by page where those leave a chunk;
         decoded[chunk] = (values in the logical type, valid or None)."""
         xp, path, types = self.xp, str(file), self.layouts[file].types
         merged = PageTable.merge([pages[c] for c in chunks])
         data = [stored[c] for c in chunks]
         if on_gpu:
-            device_stored, stored_at = on_gpu
-            body, starts, fallen_back = decompress_pages_nvcomp(data, chunks, merged, device_stored,
-                                                                [stored_at[c] for c in chunks], path)
+            body, starts, fallen_back = decompress_pages_nvcomp(data, chunks, merged, on_gpu.device,
+                                                                [on_gpu.stored_at[c] for c in chunks], path,
+                                                                walked=on_gpu.walked)
             for _, reason in fallen_back:
                 notes["host_decompressed"][reason] = notes["host_decompressed"].get(reason, 0) + 1
         else:
@@ -423,10 +468,6 @@ class PageRead:
         starts = np.cumsum(sizes) - sizes
         total = int(sizes.sum())
         if self.nvcomp:
-            if self.pinned[slot] is None or self.pinned[slot].size < total:
-                import cupy
-                self.pinned[slot] = np.frombuffer(cupy.cuda.alloc_pinned_memory(max(total, 1)), np.uint8,
-                                                  max(total, 1))
             buffer = self.pinned[slot][:total]
         else:
             buffer = np.empty(total, np.uint8)
