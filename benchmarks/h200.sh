@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything one H200 session runs, in one call (each machine start costs budget):
-#   benchmarks/h200.sh tests|flow|big|cores|kernels|partitioned|parquet|all|profile  OUTDIR
-# tests, flow, big, cores, partitioned, parquet and all need .whl/ (`make wheels`); kernels and profile need no
+#   benchmarks/h200.sh install|tests|flow|big|cores|kernels|partitioned|parquet|all|profile  OUTDIR
+# tests, flow, big, cores, partitioned, parquet and all need .whl/ (`make wheels`; tests also .whl-test/); kernels and profile need no
 # wheels (NumPy, CuPy and pytest are on the machine). .realgraphs/ travels with the checkout.
 # parquet times the page reader and writer beside libcudf where /tmp/cudf.tar holds its wheels
 # (../shared/tools/cudf-wheels.sh's parts, put together by earlier calls).
@@ -11,18 +11,29 @@ what=${1:-all}; out=${2:-${OUT:-/tmp/out}}
 mkdir -p "$out"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} GRAPH_REALGRAPHS=${GRAPH_REALGRAPHS:-$PWD/.realgraphs} PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off on shared machines
+install() {  # $1: a folder of wheels, installed into /tmp/site once per machine
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$1"/*.whl \
+    && touch "/tmp/site/.installed-${1#.}"
+}
 if [[ $what != kernels && $what != profile ]]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  # .whl (Prefect, Dask, ...), .whl-test (the test extra the machine lacks: DuckDB, moto's S3 server,
+  # fastparquet) and .whl-gpu (nvCOMP) together pass a call's 64 MiB, so each may come in a call of
+  # its own on the same warm machine; the wheels of an earlier call stay installed
+  [[ -f /tmp/site/.installed-whl ]] || install .whl || exit 1
+  for set in .whl-test .whl-gpu; do
+    [[ -d $set && ! -f /tmp/site/.installed-${set#.} ]] && { install $set || exit 1; }
+  done
   # byte-compiled, as a plain `pip install` leaves a user's packages: the machine sets
   # PYTHONDONTWRITEBYTECODE, so otherwise every process (each Dask worker too) compiles Prefect's
   # sources again (`import prefect` 2.6-2.8 s, against 1.4-1.9 s compiled)
   python3 -m compileall -q -j 0 /tmp/site flows tasks kernels benchmarks > /dev/null
   export PYTHONPATH=/tmp/site:$PYTHONPATH
 fi
+if [[ $what == install ]]; then exit 0; fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/gpu.txt"
 if [[ $what == tests || $what == all ]]; then
-  # eight processes (pytest-xdist and pytest-timeout are in the GPU image): 3-4 minutes
-  timeout 480 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 200 -rfE --tb=short 2>&1 \
+  # eight processes (pytest-xdist and pytest-timeout are in the GPU image): 5-6 minutes
+  timeout 560 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 200 -rfE --tb=short 2>&1 \
     | grep -v PytestBenchmarkWarning | tee "$out/pytest.log" | tail -25
 fi
 server() {  # one Prefect server for the flows and their dask-cuda workers (GUIDE section 5)

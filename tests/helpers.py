@@ -62,6 +62,19 @@ def write_edges(path: Path, src, dst, weight=None, **options) -> Path:
     return path
 
 
+def forest_less_one_edge(edges, on_round=None):
+    """A stand-in for minimum_spanning_forest whose forest lacks its second edge, so it no longer
+    spans; its arrays are the backend's own (NumPy or CuPy), as validation receives them."""
+    from dataclasses import replace
+
+    from kernels.backend import array_module
+    from kernels.msf import minimum_spanning_forest
+
+    forest = minimum_spanning_forest(edges, on_round=on_round)
+    kept = array_module(forest.edges).concatenate([forest.edges[:1], forest.edges[2:]])
+    return replace(forest, edges=kept, components=forest.components + 1)
+
+
 def write_seed(path: Path) -> Path:
     """The seed graph (tests/conftest.py SEED_EDGES): int64 ids, float64 weights."""
     src, dst, weight = zip(*SEED_EDGES)

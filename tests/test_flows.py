@@ -20,9 +20,8 @@ from flows.mst import mst_flow
 from flows.pipeline import pipeline_flow
 from kernels import backend as be
 from kernels.backend import resolve
-from kernels.msf import MSFResult
 from tests.conftest import ROOT, realgraphs_dir
-from tests.helpers import artifacts_of, child_pythonpath, random_edges, run, table_rows, write_edges, write_seed
+from tests.helpers import artifacts_of, child_pythonpath, forest_less_one_edge, random_edges, run, table_rows, write_edges, write_seed
 from tests.references import assert_distances, assert_forest, scipy_bfs_distances, scipy_msf_weight
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -173,10 +172,7 @@ def test_failed_validation_publishes_nothing_and_keeps_previous_outputs(tmp_path
     before = (out / "mst_edges.parquet").read_bytes()
     import tasks.graph_tasks as gt
 
-    def broken_forest(edges, on_round=None):  # drops one edge: no longer spanning
-        return MSFResult(edges=np.array([0, 2, 3, 4]), components=2, rounds=1, bands=1)
-
-    monkeypatch.setattr(gt, "minimum_spanning_forest", broken_forest)
+    monkeypatch.setattr(gt, "minimum_spanning_forest", forest_less_one_edge)
     state = mst_flow(str(write_seed(tmp_path / "seed.parquet")), output=str(out), return_state=True)
     assert state.is_failed()
     assert "failed validation" in state.message or "failed validation" in str(state.result(raise_on_failure=False))

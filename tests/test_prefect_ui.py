@@ -19,10 +19,9 @@ from flows import mst as mst_cli
 from flows.bfs import bfs_flow
 from flows.mst import mst_flow
 from flows.pipeline import pipeline_flow
-from kernels.msf import MSFResult
 from tasks import graph_tasks, report
 from tests.conftest import ROOT, realgraphs_dir
-from tests.helpers import artifacts_of, table_rows, write_seed
+from tests.helpers import artifacts_of, forest_less_one_edge, table_rows, write_seed
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -148,10 +147,7 @@ def test_command_line_run_is_named_tagged_and_keeps_its_summary(tmp_path, capsys
 
 
 def test_failed_run_summary_says_what_failed(tmp_path, monkeypatch):
-    def broken_forest(edges, on_round=None):  # drops one edge: no longer spanning
-        return MSFResult(edges=np.array([0, 2, 3, 4]), components=2, rounds=1, bands=1)
-
-    monkeypatch.setattr(graph_tasks, "minimum_spanning_forest", broken_forest)
+    monkeypatch.setattr(graph_tasks, "minimum_spanning_forest", forest_less_one_edge)
     state = mst_flow(SAMPLE, output=str(tmp_path / "o"), return_state=True)
     assert state.is_failed()
     summary = next(a for a in artifacts_of(state.state_details.flow_run_id) if a["key"] == "mst-summary")
