@@ -33,7 +33,8 @@ if [[ $what == install ]]; then exit 0; fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/gpu.txt"
 if [[ $what == tests || $what == all ]]; then
   # eight processes (pytest-xdist and pytest-timeout are in the GPU image): 5-6 minutes
-  timeout 560 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 200 -rfE --tb=short 2>&1 \
+  # TESTS: test files or -k expressions to run instead of the whole suite (default: all of it)
+  timeout 560 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 200 -rfE --tb=short ${TESTS:-} 2>&1 \
     | grep -v PytestBenchmarkWarning | tee "$out/pytest.log" | tail -25
 fi
 server() {  # one Prefect server for the flows and their dask-cuda workers (GUIDE section 5)
@@ -60,7 +61,11 @@ if [[ $what == parquet ]]; then
   timeout 330 python3 -m benchmarks.orchestration --graph kron:24 --input-compression snappy,none,zstd --flows '' \
     --workdir /tmp/parquet24 --json "$out/h200-parquet-$(date +%F).json" 2>&1 | tee "$out/parquet.log" | tail -80
   timeout 200 python3 -m benchmarks.page_reader_steps /tmp/parquet24/snappy/input-snappy.parquet --batch-mib 256,512,1024 \
-    --json "$out/h200-page-reader-steps-$(date +%F).json" 2>&1 | tee "$out/steps.log" | tail -20
+    --json "$out/h200-page-reader-steps-$(date +%F).json" --profile "$out/page-reader-profile.txt" 2>&1 \
+    | tee "$out/steps.log" | tail -20
+  timeout 120 python3 -m benchmarks.page_reader_steps /tmp/parquet24/zstd/input-zstd.parquet --batch-mib 256 \
+    --json "$out/h200-page-reader-steps-$(date +%F).json" --profile "$out/page-reader-profile-zstd.txt" 2>&1 \
+    | tee -a "$out/steps.log" | tail -8
 fi
 if [[ $what == big || $what == all ]]; then
   # Kron-26 (1.07 G edges) through the whole pipeline on one GPU: input as 16 snappy parts

@@ -7,11 +7,16 @@ every page, the Snappy walk, nvCOMP's decompression, and the batched decoding st
 gives seconds per step, beside the page reader's whole read of the same file at each batch size
 (``--batch-mib``, with the device pool's size after it, per edge), pyarrow's, and libcudf's
 (benchmarks.libcudf, where it is installed: ``--libcudf-site``) with the page reader's time
-over it, so the step that holds the reader back is named."""
+over it, so the step that holds the reader back is named. ``--profile FILE`` writes cProfile's
+view of the decoding thread during one more whole read at the first batch size (its waits on
+the prefetch thread show as ``Future.result``)."""
 from __future__ import annotations
 
 import argparse
+import cProfile
 import datetime
+import io
+import pstats
 import sys
 import time
 
@@ -46,6 +51,7 @@ def main(argv=None) -> int:
     p.add_argument("--libcudf-site", default=None,
                    help="a folder holding pylibcudf (default: LIBCUDF_SITE; none: the yardstick is recorded as absent)")
     p.add_argument("--json", required=True)
+    p.add_argument("--profile", default=None, help="a text file for cProfile's view of one more page reader read")
     args = p.parse_args(argv)
     import cupy
 
@@ -108,6 +114,20 @@ def main(argv=None) -> int:
         peaks[name] = round(pool.total_bytes() / edges.rows, 1)
         del edges
         pool.free_all_blocks()
+    if args.profile:
+        page_reader.BATCH_BYTES = int(args.batch_mib.split(",")[0]) << 20
+        profile = cProfile.Profile()
+        profile.enable()
+        edges = read_edges(plan_input(args.path), xp=cupy, reader="gpu")
+        cupy.cuda.Device().synchronize()
+        profile.disable()
+        del edges
+        pool.free_all_blocks()
+        text = io.StringIO()
+        for order in ("tottime", "cumulative"):
+            pstats.Stats(profile, stream=text).sort_stats(order).print_stats(45)
+        with open(args.profile, "w") as f:
+            f.write(text.getvalue())
     from benchmarks import libcudf
     yardstick = libcudf.measure("read", [args.path], args.libcudf_site)
     record = {"algo": "page-reader-steps", "file": args.path, "codec": record_codec, "pages": len(pages),

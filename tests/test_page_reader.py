@@ -124,6 +124,28 @@ def test_codecs_page_versions_and_checksums_read_alike(tmp_path, xp, codec, vers
     assert got.report["columns"] == {c: {"gpu": 5} for c in ("src", "dst", "weight")}
 
 
+@pytest.mark.parametrize("codec", ["zstd", "lz4", "gzip", "brotli"])
+def test_pages_without_crc32s_in_codecs_nvcomp_may_trap_on_read_alike(tmp_path, xp, codec):
+    """No page CRC32s, so on a GPU the host's codecs decompress these chunks (runs of pages on a
+    pool of threads into one pinned buffer, one upload): five row groups of several pages read
+    alike; then a byte of row group 3's weight pages flipped, read alike too (refused alike, or
+    the same values where the codec cannot tell)."""
+    rng = np.random.default_rng(6)
+    n = 20000
+    path = write_edges(tmp_path / "g.parquet", pa.array(rng.integers(-2**40, 2**40, n)),
+                       pa.array(rng.integers(0, 300, n)), pa.array(rng.random(n)),
+                       compression=codec, row_group_size=4000, data_page_size=3000)
+    got = read_alike(path, xp)
+    assert got.report["columns"] == {c: {"gpu": 5} for c in ("src", "dst", "weight")}
+    if xp is not np and nvcomp_usable():
+        assert got.report["host_decompressed"] == {page_reader.UNVERIFIED: 15}
+    chunk = pq.ParquetFile(path).metadata.row_group(3).column(2)
+    data = bytearray(path.read_bytes())
+    data[chunk.data_page_offset + chunk.total_compressed_size // 2] ^= 0x5A
+    path.write_bytes(bytes(data))
+    read_alike(path, xp)
+
+
 def read_batches_one_ahead(monkeypatch, xp):
     """Every row group a batch of its own, each batch's bytes read while the one before is
     decoded: the page reader's way on a GPU, here on NumPy too (there it decodes batches on a

@@ -226,7 +226,7 @@ def test_the_gpu_encoders_give_the_host_encoders_bytes():
         values = rng.random(n) < rng.random() if width == 1 and case % 2 else \
             rng.integers(0, 2**width, n, dtype=np.uint64).astype(np.uint32)
         if case % 4 == 1 and n:  # long runs of one value
-            values = np.repeat(values[:max(1, n // 50)], 50)[:n]
+            values = np.repeat(values[:-(-n // 50)], 50)[:n]
         starts = np.concatenate([[0], np.sort(rng.integers(0, n + 1, int(rng.integers(0, 5)))), [n]]).astype(np.int64)
         want, want_at = hybrid(np, values, starts, width)
         got, got_at = hybrid(cp, cp.asarray(values), starts, width)

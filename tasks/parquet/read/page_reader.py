@@ -171,7 +171,9 @@ class PageReader:
         read = PageRead(assembly, nvcomp, layouts)
         batches = batch_units(units, footers.columns)
         if nvcomp:
-            results = read.pipelined(batches)
+            with ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0)),
+                                    thread_name_prefix="parquet-codecs") as read.host_pool:
+                results = read.pipelined(batches)
         else:
             threads = 1 if xp is not np else max(1, min(len(os.sched_getaffinity(0)), len(batches)))
             results = run_in_order(read.batch, batches, threads)
@@ -230,6 +232,11 @@ class PageRead:
     pinned: list = dataclasses.field(default_factory=lambda: [None, None])
     device: list = dataclasses.field(default_factory=lambda: [None, None])
     upload_stream: object = None  # a non-blocking CUDA stream: uploads overlap the decoding
+    # pages the host's codecs decompress on a GPU run (chunks nvCOMP may not take): decompressed
+    # by a pool of threads, one per core (pyarrow's codecs release the GIL), into ``unpacked``, a
+    # pinned buffer grown to the largest batch's such pages, then uploaded in one copy
+    host_pool: object = None
+    unpacked: object = None
 
     @property
     def plan(self) -> InputPlan:
@@ -414,10 +421,7 @@ class PageRead:
             for _, reason in fallen_back:
                 notes["host_decompressed"][reason] = notes["host_decompressed"].get(reason, 0) + 1
         else:
-            parts = decompress_pages_host(data, chunks, merged, path)
-            sizes = np.array([p.size for p in parts], np.int64)
-            starts = np.cumsum(sizes) - sizes
-            body = xp.asarray(np.concatenate(parts)) if parts else xp.zeros(0, xp.uint8)
+            body, starts = self.decompress_on_host(data, chunks, merged, path)
         results = decode_pages(xp, batch_pages(body, starts, merged, chunks))
         for k, (chunk, (raw, reason)) in enumerate(zip(chunks, results)):
             dtype = types[chunk.name].to_pandas_dtype()
@@ -429,6 +433,37 @@ class PageRead:
             bodies = [body[int(starts[i]):int(starts[i]) + int(merged.uncompressed_size[i])] for i in mine]
             values, valid = decode_chunks(xp, [chunk], merged.pages_of(k), bodies, path)[0]
             decoded[chunk] = (to_logical(xp, values, dtype), valid)
+
+    def decompress_on_host(self, data, chunks, merged: PageTable, path: str):
+        """(the chunks' pages decompressed by the host's codecs, back to back, on the backend;
+        each page's start in it). Each page decompresses to exactly its declared size or raises,
+        so the starts are known before. On a GPU the pool's threads take runs of pages of about
+        equal bytes, each writing its pages into the pinned buffer, which one copy uploads; the
+        buffer is reused by the next batch, whose decoding begins after this batch's last launch."""
+        xp = self.xp
+        sizes = merged.uncompressed_size.astype(np.int64)
+        starts = np.cumsum(sizes) - sizes
+        total = int(sizes.sum())
+        if self.host_pool is None or total == 0:
+            parts = decompress_pages_host(data, chunks, merged, path)
+            return (xp.asarray(np.concatenate(parts)) if parts else xp.zeros(0, xp.uint8)), starts
+        if self.unpacked is None or self.unpacked.size < total:
+            import cupy
+
+            self.unpacked = np.frombuffer(cupy.cuda.alloc_pinned_memory(max(total, 1)), np.uint8, max(total, 1))
+        out = self.unpacked
+
+        def fill(pages: np.ndarray) -> None:
+            parts = decompress_pages_host(data, chunks, merged, path, select=pages)
+            for i in pages:
+                out[starts[i]:starts[i] + sizes[i]] = parts[i]
+
+        runs = 4 * len(os.sched_getaffinity(0))
+        cuts = np.searchsorted(starts, np.arange(1, runs) * (total / runs))
+        list(self.host_pool.map(fill, [r for r in np.split(np.arange(sizes.size), cuts) if r.size]))
+        body = xp.empty(total, dtype=xp.uint8)
+        body.set(out[:total])
+        return body, starts
 
     def batch_in_order(self, units, wanted, fallback, stored):
         """The reference order: row group by row group, each chunk's headers, CRC32s, the host's
