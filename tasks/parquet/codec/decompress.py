@@ -19,6 +19,8 @@ page's, and as one bare block otherwise (older parquet-cpp also wrote bare block
 """
 from __future__ import annotations
 
+import functools
+import threading
 import zlib
 from dataclasses import dataclass
 
@@ -65,6 +67,37 @@ def _page_in_chunk(pages, i) -> int:
     return int(i - np.searchsorted(pages.chunk, pages.chunk[i]))
 
 
+class _PagePlace:
+    """``_where`` of page ``i``, made only when an error message formats it: finding the page's
+    position costs a search of the table, paid per page it would dominate the host path."""
+
+    __slots__ = ("path", "chunk", "pages", "i")
+
+    def __init__(self, path, chunk, pages, i):
+        self.path, self.chunk, self.pages, self.i = path, chunk, pages, i
+
+    def __str__(self) -> str:
+        return _where(self.path, self.chunk, _page_in_chunk(self.pages, self.i))
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+@functools.cache
+def _codec_available(name: str) -> bool:
+    return pa.Codec.is_available(name)
+
+
+_codecs = threading.local()  # each thread's pyarrow codecs by name: Arrow's Gzip codec keeps its stream
+
+
+def _codec(name: str):
+    made = _codecs.__dict__.setdefault("by_name", {})
+    if name not in made:
+        made[name] = pa.Codec(name)
+    return made[name]
+
+
 def hadoop_lz4_frames(data: bytes, decompressed_size: int):
     """[(block start, block size, block's decompressed size)] when ``data`` is Hadoop-framed
     LZ4 adding up to ``decompressed_size``; None otherwise (then it is one bare block)."""
@@ -103,7 +136,7 @@ def _host_decompress(codec: str, data: bytes, size: int, where: str) -> np.ndarr
     bytes must fail (else the stream is shorter than declared). That doubles their host cost:
     this is the reference path, not the fast one."""
     name = HOST_CODECS.get(codec)
-    if name is None or not pa.Codec.is_available(name):
+    if name is None or not _codec_available(name):
         raise InputError(f"{where}: codec {codec} is not supported")
     if size == 0:
         return np.zeros(0, np.uint8)
@@ -116,7 +149,7 @@ def _host_decompress(codec: str, data: bytes, size: int, where: str) -> np.ndarr
     stated = _stated_size(codec, data)
     if stated is not None and stated != size:
         raise InputError(f"{where}: {codec} stream holds {stated} bytes, the header declares {size}")
-    codec_obj = pa.Codec(name)
+    codec_obj = _codec(name)
     try:
         out = codec_obj.decompress(data, decompressed_size=size)
     except (pa.ArrowException, OSError) as exc:
@@ -137,21 +170,23 @@ def decompress_pages_host(chunk_bytes, plan, pages, path: str = "", select=None)
 
     ``select``: optional page indices to decompress (the others are left None)."""
     out = [None] * len(pages)
-    indices = range(len(pages)) if select is None else select
-    for i in indices:
-        c = int(pages.chunk[i])
+    indices = np.arange(len(pages)) if select is None else np.asarray(select, dtype=np.int64)
+    # the table's columns as Python ints, taken once: per-page indexing of NumPy arrays would
+    # cost more than a small page's decompression
+    columns = zip(indices.tolist(), *(getattr(pages, name)[indices].tolist() for name in (
+        "chunk", "offset", "compressed_size", "uncompressed_size", "page_type", "definition_levels_length",
+        "repetition_levels_length", "is_compressed")))
+    for i, c, start, stored_size, size, page_type, def_length, rep_length, is_compressed in columns:
         chunk = plan[c]
-        where = _where(path, chunk, _page_in_chunk(pages, i))
-        start = int(pages.offset[i])
-        stored = chunk_bytes[c][start:start + int(pages.compressed_size[i])]
-        size = int(pages.uncompressed_size[i])
-        if pages.page_type[i] == DATA_PAGE_V2:
-            levels = int(pages.definition_levels_length[i]) + int(pages.repetition_levels_length[i])
+        where = _PagePlace(path, chunk, pages, i)
+        stored = chunk_bytes[c][start:start + stored_size]
+        if page_type == DATA_PAGE_V2:
+            levels = def_length + rep_length
             if levels < 0 or levels > min(size, len(stored)):
                 raise InputError(f"{where}: {levels} bytes of levels in a page of {len(stored)}")
             head = np.frombuffer(stored, np.uint8, levels)
             body = stored[levels:]
-            if chunk.codec != "UNCOMPRESSED" and pages.is_compressed[i] != 0:
+            if chunk.codec != "UNCOMPRESSED" and is_compressed != 0:
                 body = _host_decompress(chunk.codec, body, size - levels, where)
             else:
                 body = np.frombuffer(body, np.uint8)

@@ -455,8 +455,8 @@ class PageRead:
 
         def fill(pages: np.ndarray) -> None:
             parts = decompress_pages_host(data, chunks, merged, path, select=pages)
-            for i in pages:
-                out[starts[i]:starts[i] + sizes[i]] = parts[i]
+            for i, at, n in zip(pages.tolist(), starts[pages].tolist(), sizes[pages].tolist()):
+                out[at:at + n] = parts[i]
 
         runs = 4 * len(os.sched_getaffinity(0))
         cuts = np.searchsorted(starts, np.arange(1, runs) * (total / runs))
