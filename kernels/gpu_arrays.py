@@ -21,6 +21,29 @@ def _element(dtype) -> str:
     return ARRAY_TYPES[name]
 
 
+def upload(*arrays) -> tuple:
+    """Host arrays (NumPy, any dtypes and shapes) as device arrays of the same dtypes and shapes,
+    by one copy on the current stream: views of one device buffer in which each array starts at
+    a multiple of 8 bytes.
+
+    The copy is from pageable memory, which the driver stages before the call returns, so the
+    host arrays may be dropped at once. One copy for a launch's arguments, where
+    ``cupy.asarray`` stages each array through a block of CuPy's pinned pool and records an
+    event per block."""
+    host = [np.ascontiguousarray(a) for a in arrays]
+    at, end = [], 0
+    for a in host:
+        end = -(-end // 8) * 8
+        at.append(end)
+        end += a.nbytes
+    packed = np.empty(max(end, 8), dtype=np.uint8)
+    for a, start in zip(host, at):
+        packed[start:start + a.nbytes] = a.reshape(-1).view(np.uint8)
+    device = cp.empty(packed.shape[0], dtype=cp.uint8)
+    device.set(packed)
+    return tuple(device[start:start + a.nbytes].view(a.dtype).reshape(a.shape) for a, start in zip(host, at))
+
+
 def arange(n: int, dtype):
     """0, 1, ..., n - 1 (int32, int64, uint32 or uint64)."""
     if np.dtype(dtype).name not in INTEGER_TYPES:

@@ -23,7 +23,7 @@ def hybrid(values, starts, group_offsets, bit_width: int):
         raise TypeError(f"no hybrid encoder for {values.dtype}")
     v = HYBRID_TYPES[values.dtype.name]
     pages, groups = int(starts.shape[0]) - 1, int(group_offsets[-1])
-    page_args = (values, cp.asarray(starts), cp.asarray(group_offsets), np.int64(pages))
+    page_args = (values, *gpu_arrays.upload(starts, group_offsets), np.int64(pages))
     run_id = cp.empty(groups, dtype=cp.int64)
     gpu.launch(template("hybrid_run_flags", v), groups, page_args + (np.int64(groups), run_id))
     runs = _last(gpu_arrays.cumsum(run_id))

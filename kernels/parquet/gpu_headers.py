@@ -78,7 +78,7 @@ def page_headers(buffer, starts, sizes, num_values) -> PageHeaders:
     """
     import cupy as cp
 
-    from kernels import gpu
+    from kernels import gpu, gpu_arrays
 
     buffer = cp.asarray(buffer).view(cp.uint8).reshape(-1)
     starts, sizes, num_values = _chunk_arrays(buffer.shape[0], cp.asnumpy(starts), cp.asnumpy(sizes),
@@ -87,7 +87,7 @@ def page_headers(buffer, starts, sizes, num_values) -> PageHeaders:
     empty = {name: np.zeros(0, dtype=np.int64) for name in PAGE_FIELDS}
     if chunks == 0:
         return PageHeaders(PageTable(empty), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    d_starts, d_sizes, d_values = cp.asarray(starts), cp.asarray(sizes), cp.asarray(num_values)
+    d_starts, d_sizes, d_values = gpu_arrays.upload(starts, sizes, num_values)
     info = cp.empty((3, chunks), dtype=cp.int64)  # status, where, pages
     args = (buffer, d_starts, d_sizes, d_values, np.int64(chunks))
     gpu.launch("page_headers_count", chunks, args + (info,), threads=HEADER_THREADS)
@@ -98,7 +98,7 @@ def page_headers(buffer, starts, sizes, num_values) -> PageHeaders:
     if total == 0:
         return PageHeaders(PageTable(empty), status, where)
     table = cp.empty((len(PAGE_FIELDS), total), dtype=cp.int64)
-    gpu.launch("page_headers_fill", chunks, args + (info, cp.asarray(first), np.int64(total), table),
+    gpu.launch("page_headers_fill", chunks, args + (info, *gpu_arrays.upload(first), np.int64(total), table),
                threads=HEADER_THREADS)
     host = table.get()
     return PageHeaders(PageTable({name: host[i] for i, name in enumerate(PAGE_FIELDS)}), status, where)
@@ -154,6 +154,6 @@ def crc32_pages(buffer, starts, lengths):
     if device not in _device_powers:
         _device_powers[device] = cp.asarray(crc32_powers())
     gpu.launch("crc32_segments", int(segments[-1]), (
-        buffer, cp.asarray(starts), cp.asarray(lengths), cp.asarray(segments), np.int64(pages),
+        buffer, *gpu_arrays.upload(starts, lengths, segments), np.int64(pages),
         _device_powers[device], crc))
     return crc

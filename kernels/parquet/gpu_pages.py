@@ -14,16 +14,19 @@ from kernels.cuda_source import VALUE_TYPES, template
 PAGE_BLOCK = 256
 
 
-def _up(values, dtype=np.int64):
-    return cp.asarray(np.ascontiguousarray(values, dtype=dtype))
+def _up(*columns):
+    """Per-page argument columns (host; int64 unless given as (values, dtype)) in one upload."""
+    return gpu_arrays.upload(*(np.asarray(c[0], c[1]) if isinstance(c, tuple) else np.asarray(c, np.int64)
+                               for c in columns))
 
 
 def copy_segments(src, src_at, dst, dst_at, lengths) -> None:
     """Byte ranges of ``src`` copied into ``dst`` (device uint8 arrays; host offset arrays)."""
     segments = len(src_at)
     if segments:
+        d_src_at, d_dst_at, d_lengths = _up(src_at, dst_at, lengths)
         gpu.kernel("copy_segments")((min(segments, 1 << 20),), (PAGE_BLOCK,),
-                                    (src, _up(src_at), dst, _up(dst_at), _up(lengths), np.int64(segments)))
+                                    (src, d_src_at, dst, d_dst_at, d_lengths, np.int64(segments)))
 
 
 def page_levels(body, body_start, body_size, version, max_def, def_length, num_values):
@@ -33,15 +36,14 @@ def page_levels(body, body_start, body_size, version, max_def, def_length, num_v
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32)
     values_at, present = cp.empty(pages, dtype=cp.int64), cp.empty(pages, dtype=cp.int64)
     status = cp.empty(pages, dtype=cp.int32)
-    gpu.launch("page_levels", pages, (body, _up(body_start), _up(body_size), _up(version, np.int32),
-                                      _up(max_def, np.int32), _up(def_length), _up(num_values), np.int64(pages),
-                                      values_at, present, status))
+    columns = _up(body_start, body_size, (version, np.int32), (max_def, np.int32), def_length, num_values)
+    gpu.launch("page_levels", pages, (body, *columns, np.int64(pages), values_at, present, status))
     return values_at.get(), present.get(), status.get()
 
 
 def _addresses(array, index, width):
-    """Device addresses of ``array``'s elements at ``index`` (host int64)."""
-    return _up(array.data.ptr + np.asarray(index, dtype=np.int64) * width, np.uint64)
+    """Device addresses of ``array``'s elements at ``index`` (host int64), a host column."""
+    return array.data.ptr + np.asarray(index, dtype=np.int64).astype(np.uint64) * np.uint64(width), np.uint64
 
 
 def plain_copy(body, src_at, out, dst, counts, width) -> None:
@@ -50,15 +52,19 @@ def plain_copy(body, src_at, out, dst, counts, width) -> None:
     if not pages:
         return
     blocks = min(pages, 1 << 20)
+    d_src_at, d_dst, d_counts = _up(src_at, _addresses(out, dst, width), counts)
     gpu.kernel(template("plain_copy", VALUE_TYPES[width]))(
-        (blocks,), (PAGE_BLOCK,), (body, _up(src_at), _addresses(out, dst, width), _up(counts), np.int64(pages)))
+        (blocks,), (PAGE_BLOCK,), (body, d_src_at, d_dst, d_counts, np.int64(pages)))
 
 
 def dictionary_pages(body, values_at, values_end, counts, dictionary_size, dictionary, dictionary_at, out, dst,
                      width) -> np.ndarray:
     """Dictionary-encoded pages' values written to their rows; status per page (host)."""
     pages = values_at.shape[0]
-    args = (body, _up(values_at), _up(values_end), _up(counts), _up(dictionary_size), np.int64(pages))
+    d_values_at, d_values_end, d_counts, d_dictionary_size, d_dictionary, d_out = _up(
+        values_at, values_end, counts, dictionary_size, _addresses(dictionary, dictionary_at, width),
+        _addresses(out, dst, width))
+    args = (body, d_values_at, d_values_end, d_counts, d_dictionary_size, np.int64(pages))
     runs = cp.empty(pages, dtype=cp.int64)
     width_of = cp.empty(pages, dtype=cp.int32)
     status = cp.empty(pages, dtype=cp.int32)
@@ -73,6 +79,5 @@ def dictionary_pages(body, values_at, values_end, counts, dictionary_size, dicti
                                                      run_payload, run_packed))
         gpu.launch(template("dictionary_expand", VALUE_TYPES[width]), total * 32,
                    (body, run_page, run_first, run_count, run_payload, run_packed, np.int64(total), width_of,
-                    _addresses(dictionary, dictionary_at, width), _up(dictionary_size), _addresses(out, dst, width),
-                    status))
+                    d_dictionary, d_dictionary_size, d_out, status))
     return status.get()

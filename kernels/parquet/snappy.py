@@ -86,12 +86,12 @@ def stream_faults_on_gpu(data, starts, lengths, declared) -> np.ndarray:
     launch of the kernel; the statuses come back to the host."""
     import cupy as cp
 
-    from kernels import gpu
+    from kernels import gpu, gpu_arrays
 
     streams = len(starts)
     status = cp.empty(max(streams, 1), dtype=cp.int64)
     if streams:
         blocks = min(-(-streams // WARPS), 1 << 20)
-        ranges = (cp.asarray(np.ascontiguousarray(a, dtype=np.int64)) for a in (starts, lengths, declared))
+        ranges = gpu_arrays.upload(*(np.asarray(a, dtype=np.int64) for a in (starts, lengths, declared)))
         gpu.kernel("snappy_check")((blocks,), (WARPS * 32,), (data, *ranges, np.int64(streams), status))
     return status[:streams].get()

@@ -76,14 +76,16 @@ def decompress(algorithm: str, source, src_at, src_bytes, dest, dst_at, dst_byte
     arrays, after the stream is synchronized."""
     import cupy
 
+    from kernels import gpu_arrays
+
     lib = library()
     n = len(src_at)
     stream = cupy.cuda.get_current_stream().ptr
     options = _Options()
-    in_ptrs = cupy.asarray(np.asarray(src_at, np.uint64) + np.uint64(source.data.ptr))
-    out_ptrs = cupy.asarray(np.asarray(dst_at, np.uint64) + np.uint64(dest.data.ptr))
-    in_bytes = cupy.asarray(np.asarray(src_bytes, np.uint64))
-    out_bytes = cupy.asarray(np.asarray(dst_bytes, np.uint64))
+    in_ptrs, out_ptrs, in_bytes, out_bytes = gpu_arrays.upload(
+        np.asarray(src_at, np.uint64) + np.uint64(source.data.ptr),
+        np.asarray(dst_at, np.uint64) + np.uint64(dest.data.ptr),
+        np.asarray(src_bytes, np.uint64), np.asarray(dst_bytes, np.uint64))
     actual = cupy.zeros(n, dtype=cupy.uint64)
     statuses = cupy.zeros(n, dtype=cupy.int32)
     temp_bytes = ctypes.c_size_t(0)
@@ -108,6 +110,7 @@ def compress(algorithm: str, pointers, sizes, alignment: int = 8):
     stream is synchronized; raises RuntimeError when nvCOMP refuses one."""
     import cupy
 
+    from kernels import gpu_arrays
     from kernels.parquet import gpu_pages
 
     lib = library()
@@ -126,9 +129,9 @@ def compress(algorithm: str, pointers, sizes, alignment: int = 8):
     slot = -(-bound.value // alignment) * alignment  # each stream's room, aligned as nvCOMP wants
     room = cupy.empty(max(n * slot, 1), dtype=cupy.uint8)
     out_at = np.arange(n, dtype=np.int64) * slot
-    out_ptrs = cupy.asarray(out_at.astype(np.uint64) + np.uint64(room.data.ptr))
-    in_ptrs = cupy.asarray(np.asarray(pointers, np.uint64))
-    in_bytes = cupy.asarray(np.asarray(sizes, np.uint64))
+    out_ptrs, in_ptrs, in_bytes = gpu_arrays.upload(
+        out_at.astype(np.uint64) + np.uint64(room.data.ptr), np.asarray(pointers, np.uint64),
+        np.asarray(sizes, np.uint64))
     out_bytes = cupy.zeros(n, dtype=cupy.uint64)
     statuses = cupy.zeros(n, dtype=cupy.int32)
     temp = cupy.empty(max(temp_bytes.value, 1), dtype=cupy.uint8)
