@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything one H200 session runs, in one call (each machine start costs budget):
-#   benchmarks/h200.sh install|tests|flow|big|cores|kernels|partitioned|parquet|all|profile  OUTDIR
-# tests, flow, big, cores, partitioned, parquet and all need .whl/ (`make wheels`; tests also .whl-test/); kernels and profile need no
+#   benchmarks/h200.sh install|tests|flow|big|cores|kernels|partitioned|parquet|startup|all|profile  OUTDIR
+# tests, flow, big, cores, partitioned, parquet, startup and all need .whl/ (`make wheels`; tests also .whl-test/); kernels and profile need no
 # wheels (NumPy, CuPy and pytest are on the machine). .realgraphs/ travels with the checkout.
 # parquet times the page reader and writer beside libcudf where /tmp/cudf.tar holds its wheels
 # (../shared/tools/cudf-wheels.sh's parts, put together by earlier calls).
@@ -64,8 +64,16 @@ if [[ $what == parquet ]]; then
     --json "$out/h200-page-reader-steps-$(date +%F).json" --profile "$out/page-reader-profile.txt" 2>&1 \
     | tee "$out/steps.log" | tail -20
   timeout 120 python3 -m benchmarks.page_reader_steps /tmp/parquet24/zstd/input-zstd.parquet --batch-mib 256 \
-    --json "$out/h200-page-reader-steps-$(date +%F).json" --profile "$out/page-reader-profile-zstd.txt" 2>&1 \
+    --json "$out/h200-page-reader-steps-zstd-$(date +%F).json" --profile "$out/page-reader-profile-zstd.txt" 2>&1 \
     | tee -a "$out/steps.log" | tail -8
+fi
+if [[ $what == startup ]]; then
+  # a fresh process against a warm one at Kron-24 (empty CuPy cache, then the cache it left), with
+  # each run's stages; then the command line on the bundled sample, cold and against a running server
+  timeout 330 python3 -m benchmarks.cold_start --graph kron:24 --json "$out/h200-cold-start-$(date +%F).json" 2>&1 \
+    | tee "$out/startup.log" | tail -5
+  timeout 200 python3 -m benchmarks.cli_startup --json "$out/h200-cli-startup-$(date +%F).json" 2>&1 \
+    | tee -a "$out/startup.log" | tail -3
 fi
 if [[ $what == big || $what == all ]]; then
   # Kron-26 (1.07 G edges) through the whole pipeline on one GPU: input as 16 snappy parts

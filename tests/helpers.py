@@ -1,13 +1,18 @@
 """What several test files need: running a command in-process, writing edge files, reading a
-folder's state and a flow run's artifacts back. No assertions here; each test states its own."""
+folder's state and a flow run's artifacts back, waiting on a server. No assertions here beyond a
+wait's deadline; each test states its own."""
 import json
 import os
+import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+import pytest
 
 from tests.conftest import ROOT, SEED_EDGES
 
@@ -190,3 +195,23 @@ def store_listing(fs, prefix: str, folders: bool = False) -> list[str]:
     found = fs.get_file_info(pafs.FileSelector(prefix, recursive=True, allow_not_found=True))
     return sorted(i.path[len(prefix) + 1:] + ("/" if i.type == pafs.FileType.Directory else "")
                   for i in found if folders or i.type == pafs.FileType.File)
+
+
+def wait_for(predicate, what: str, seconds: float = 180, process=None, log=None):
+    """PREDICATE's first true value, read every half second; the test fails after SECONDS or once
+    PROCESS has ended, with LOG's text."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            value = predicate()
+        except urllib.error.HTTPError as exc:  # a server still starting its services answers 503
+            if exc.code < 500:
+                raise
+            value = None
+        if value:
+            return value
+        if process is not None and process.poll() is not None:
+            pytest.fail(f"{what}: the process ended with {process.returncode}:\n{log.read_text() if log else ''}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: not within {seconds} s\n{log.read_text() if log else ''}")
+        time.sleep(0.5)

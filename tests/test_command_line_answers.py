@@ -25,7 +25,7 @@ from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
 from flows.mst import mst_flow
 from tests.conftest import ROOT
-from tests.helpers import child_pythonpath
+from tests.helpers import child_pythonpath, wait_for
 
 SAMPLE = ROOT / "data" / "graph.parquet"
 
@@ -136,7 +136,15 @@ def test_a_source_found_missing_at_load_stops_the_forest_before_it_starts(tmp_pa
     run_id = lines[0].rsplit("/", 1)[1]
     with get_client(sync_client=True) as client:
         assert client.read_flow_run(run_id).state.type.value == "FAILED"
-        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run_id])))
+
+        def task_runs_once_the_load_has_failed():
+            # The server records task runs from the events the client sends in the background, so
+            # they can settle after the flow run's own state: read them until the load's is in.
+            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run_id])))
+            loads = [run for run in runs if run.name == "load-gaps"]
+            return runs if loads and loads[0].state and loads[0].state.is_final() else None
+
+        runs = wait_for(task_runs_once_the_load_has_failed, "the load's task run recorded as final", seconds=60)
     (load,) = [run for run in runs if run.name == "load-gaps"]
     assert load.state.type.value == "FAILED"
     assert all(run.start_time is None for run in runs if run is not load)

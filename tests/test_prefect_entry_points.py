@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import ROOT, SEED_EDGES
-from tests.helpers import child_pythonpath
+from tests.helpers import child_pythonpath, wait_for
 from tests.test_deployment import api, prefect, server, stop  # noqa: F401  (server is a fixture)
 
 SAMPLE = str(ROOT / "data" / "graph.parquet")
@@ -26,24 +26,6 @@ def seed_distances(sources) -> dict:
     g = nx.Graph((u, v) for u, v, _ in SEED_EDGES)
     each = [nx.single_source_shortest_path_length(g, s) for s in sources]
     return {v: min(d[v] for d in each) for v in g}
-
-
-def wait_for(predicate, what: str, seconds: float = 180, process=None, log=None):
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            value = predicate()
-        except urllib.error.HTTPError as exc:  # a server still starting its services answers 503
-            if exc.code < 500:
-                raise
-            value = None
-        if value:
-            return value
-        if process is not None and process.poll() is not None:
-            pytest.fail(f"{what}: the process ended with {process.returncode}:\n{log.read_text() if log else ''}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {seconds} s\n{log.read_text() if log else ''}")
-        time.sleep(0.5)
 
 
 def deployment_id(url, name):
