@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything one H200 session runs, in one call (each machine start costs budget):
-#   benchmarks/h200.sh install|tests|flow|big|cores|kernels|partitioned|parquet|startup|all|profile  OUTDIR
-# tests, flow, big, cores, partitioned, parquet, startup and all need .whl/ (`make wheels`; tests also .whl-test/); kernels and profile need no
+#   benchmarks/h200.sh install|tests|flow|big|cores|kernels|partitioned|parquet|reader|startup|all|profile  OUTDIR
+# tests, flow, big, cores, partitioned, parquet, reader, startup and all need .whl/ (`make wheels`; tests also .whl-test/); kernels and profile need no
 # wheels (NumPy, CuPy and pytest are on the machine). .realgraphs/ travels with the checkout.
 # parquet times the page reader and writer beside libcudf where /tmp/cudf.tar holds its wheels
 # (../shared/tools/cudf-wheels.sh's parts, put together by earlier calls).
@@ -67,10 +67,25 @@ if [[ $what == parquet ]]; then
     --json "$out/h200-page-reader-steps-zstd-$(date +%F).json" --profile "$out/page-reader-profile-zstd.txt" 2>&1 \
     | tee -a "$out/steps.log" | tail -8
 fi
+if [[ $what == reader ]]; then
+  # the page reader's and writer's GPU cases, then its steps and whole read on a Kron-24 file of
+  # pyarrow's defaults (Snappy), left in /tmp/kron24.parquet for the modes after it
+  timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 150 -rfE --tb=short tests/test_page_reader.py \
+    tests/test_batched_page_decoding.py tests/test_parquet_pages.py tests/test_page_headers_on_gpu.py \
+    tests/test_snappy_walk_ahead.py tests/test_page_writer.py 2>&1 | tee "$out/pytest-reader.log" | tail -8
+  [[ -f /tmp/kron24.parquet ]] || python3 -c "import sys, numpy as np, pyarrow as pa, pyarrow.parquet as pq
+from data.generators import kronecker
+src, dst, weight = kronecker(np, 24)
+pq.write_table(pa.table({'src': src, 'dst': dst, 'weight': weight}), sys.argv[1])" /tmp/kron24.parquet
+  timeout 150 python3 -m benchmarks.page_reader_steps /tmp/kron24.parquet --batch-mib 256,1024 \
+    --json "$out/h200-page-reader-steps-$(date +%F).json" --profile "$out/page-reader-profile.txt" 2>&1 \
+    | tee "$out/steps.log" | tail -14
+fi
 if [[ $what == startup ]]; then
-  # a fresh process against a warm one at Kron-24 (empty CuPy cache, then the cache it left), with
+  # a fresh process against a warm one at Kron-24 (empty CuPy cache, then the cache it left; STARTUP_GRAPH
+  # names a Parquet file instead of generating one), with
   # each run's stages; then the command line on the bundled sample, cold and against a running server
-  timeout 330 python3 -m benchmarks.cold_start --graph kron:24 --json "$out/h200-cold-start-$(date +%F).json" 2>&1 \
+  timeout 330 python3 -m benchmarks.cold_start --graph ${STARTUP_GRAPH:-kron:24} --json "$out/h200-cold-start-$(date +%F).json" 2>&1 \
     | tee "$out/startup.log" | tail -5
   timeout 200 python3 -m benchmarks.cli_startup --json "$out/h200-cli-startup-$(date +%F).json" 2>&1 \
     | tee -a "$out/startup.log" | tail -3
