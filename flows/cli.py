@@ -5,11 +5,13 @@ Arguments and the input path are checked before Prefect, Dask or pyarrow is impo
 (flows/arguments.py), so ``--help`` and a mistyped path answer at once; every failure is one
 ``error:`` line on stderr and exit 1. When no Prefect server is configured, the temporary server
 the run needs is started first (flows/server.py), so that it boots while this process imports
-Prefect and the flow; it is stopped when the command ends. SIGINT and SIGTERM end the command
-with exit 130, its run Cancelled on the server (flows/interrupts.py). Without --verbose, a run
-longer than a few seconds writes a line per stage to stderr (flows/progress.py). Where the tasks run: ``--runner``, else $GRAPH_TASK_RUNNER,
-else ``auto`` (threads for small graphs, Dask above flows.runners.DASK_MIN_EDGES edges);
-``--partitions N`` with N > 1 runs on Dask workers, at least N of them on the CPU.
+Prefect and the flow, and so is a GPU run's device (flows/device_start.py); the server is
+stopped when the command ends. SIGINT and SIGTERM end the command with exit 130, its run
+Cancelled on the server (flows/interrupts.py). Without --verbose, a run longer than a few
+seconds writes a line per stage to stderr (flows/progress.py). Where the tasks run:
+``--runner``, else $GRAPH_TASK_RUNNER, else ``auto`` (threads for small graphs, Dask above
+flows.runners.DASK_MIN_EDGES edges); ``--partitions N`` with N > 1 runs on Dask workers, at
+least N of them on the CPU.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import sys
 from contextlib import contextmanager
 
 # os-level only, like this module: nothing heavy before the arguments are checked
-from flows import interrupts
+from flows import device_start, interrupts
 from flows.arguments import UsageError, build_parser, check, parameters
 from flows.progress import StageLines
 from flows.run_log import one_line
@@ -63,6 +65,7 @@ def main(kind: str, argv=None) -> int:
         # the input's one plan, before Prefect: a refused input (not Parquet, a column missing
         # or mistyped) is this command's error line within a fraction of a second
         plan = command_plan(params)
+        device_start.start_early(args.backend, runner_kind, args.partitions, plan)  # beside the imports below
         if not api_url_configured_outside_prefect():
             server = TemporaryServer()  # boots while the imports below run
         watchdog = interrupts.Watchdog(params, server)

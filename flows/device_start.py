@@ -1,0 +1,46 @@
+"""A GPU run's device started while the command imports Prefect and the flow: CuPy imported,
+the device's context created with a first allocation from its memory pool, and the project's
+CUDA module loaded (kernels/gpu.py), on a thread of their own. A fresh process otherwise pays
+these at its first task's first array, after its imports: about a second of a run in which
+the kernels take a tenth of that.
+
+Only where this process runs the tasks (the thread runner, one partition) on CuPy; with Dask
+the workers own the devices, and a context here would only hold memory on one of them. What
+the thread meets (no CuPy, no device, a module the driver refuses) is left for the run's own
+first use of the device, which meets it again and reports it.
+"""
+from __future__ import annotations
+
+import threading
+
+
+def start_early(backend: str | None, runner: str, partitions, plan) -> threading.Thread | None:
+    """The thread that starts the device for a run of ``runner`` ("auto", "threads" or "dask")
+    over ``plan`` (the command's InputPlan) on ``backend`` (None: $GRAPH_BACKEND, else what
+    this machine has), or None where the run's tasks run elsewhere or on NumPy."""
+    if runner == "dask" or backend == "numpy" or partitions != 1:  # ("auto" may give several)
+        return None
+    thread = threading.Thread(target=_start, args=(backend, runner, plan), name="device-start", daemon=True)
+    thread.start()
+    return thread
+
+
+def _start(backend: str | None, runner: str, plan) -> None:
+    try:
+        from kernels import backend as be
+
+        if be.resolve(backend) != "cupy":
+            return
+        if runner == "auto":  # the runner the command will choose (Dask on several GPUs for a large graph)
+            from flows.runners import resolve_auto
+
+            if resolve_auto(runner, plan) != "threads":
+                return
+        import cupy
+
+        cupy.empty(1)
+        from kernels import gpu
+
+        gpu.module_origin()
+    except Exception:  # noqa: BLE001 (the run's first use of the device reports it)
+        return
