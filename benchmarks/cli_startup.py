@@ -9,7 +9,9 @@ Times, as subprocesses (interpreter start and imports included), median of --rep
 - `python -m flows.mst data/graph.parquet` with the default runner (auto: threads on this
   9-edge sample) and with `--runner dask`, each cold (no PREFECT_API_URL: a temporary server
   is started for the run) and against a running `prefect server start` (started here on a free
-  port, left to settle for SETTLE_SECONDS and warmed by one untimed run).
+  port, left to settle for SETTLE_SECONDS and warmed by one untimed run); on a machine where
+  `auto` is CuPy, also with `--backend numpy` against the running server (what the GPU's start
+  costs the 9-edge sample).
 All runs share one new PREFECT_HOME, whose database an untimed first run creates. Appends one
 record to FILE, with the load average (this machine is shared: figures move with it).
 """
@@ -74,6 +76,10 @@ def main(argv=None) -> int:
     output = tempfile.mkdtemp(prefix="cli-out-")
     run = [SAMPLE, "--output", output]
     cases = {"default": run, "dask": run + ["--runner", "dask"]}
+    from kernels.backend import cupy_usable
+
+    # on a GPU machine `auto` is CuPy: the sample on NumPy too says what starting the GPU costs
+    warm_cases = {**cases, **({"numpy": run + ["--backend", "numpy"]} if cupy_usable() else {})}
 
     def median(case_env, case_args, expect=0):
         return statistics.median(timed_run(case_env, case_args, expect) for _ in range(args.repeat))
@@ -89,7 +95,7 @@ def main(argv=None) -> int:
     server, url = start_server(env)
     time.sleep(SETTLE_SECONDS)
     try:
-        for name, case in cases.items():
+        for name, case in warm_cases.items():
             timed_run({**env, "PREFECT_API_URL": url}, case)  # untimed: the new server's first requests
             seconds[f"running_server_{name}"] = median({**env, "PREFECT_API_URL": url}, case)
     finally:

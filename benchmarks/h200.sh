@@ -78,17 +78,18 @@ from data.generators import kronecker
 src, dst, weight = kronecker(np, 24)
 pq.write_table(pa.table({'src': src, 'dst': dst, 'weight': weight}), sys.argv[1])" /tmp/kron24.parquet
   timeout 150 python3 -m benchmarks.page_reader_steps /tmp/kron24.parquet --batch-mib 256,1024 \
-    --json "$out/h200-page-reader-steps-$(date +%F).json" --profile "$out/page-reader-profile.txt" 2>&1 \
-    | tee "$out/steps.log" | tail -14
+    --json "$out/h200-page-reader-steps-$(date +%F).json" --profile "$out/page-reader-profile.txt" 2>&1 | tail -14
 fi
 if [[ $what == startup ]]; then
-  # a fresh process against a warm one at Kron-24 (empty CuPy cache, then the cache it left; STARTUP_GRAPH
-  # names a Parquet file instead of generating one), with
-  # each run's stages; then the command line on the bundled sample, cold and against a running server
+  # a fresh process against a warm one at Kron-24 (empty CuPy cache, then the cache it left;
+  # STARTUP_GRAPH names a Parquet file instead of generating one), with each run's stages; then the
+  # command line on the bundled sample, cold and against a running server, and each request it sends
   timeout 330 python3 -m benchmarks.cold_start --graph ${STARTUP_GRAPH:-kron:24} --json "$out/h200-cold-start-$(date +%F).json" 2>&1 \
     | tee "$out/startup.log" | tail -5
   timeout 200 python3 -m benchmarks.cli_startup --json "$out/h200-cli-startup-$(date +%F).json" 2>&1 \
     | tee -a "$out/startup.log" | tail -3
+  timeout 150 python3 -m benchmarks.api_round_trips --json "$out/h200-api-round-trips-$(date +%F).json" 2>&1 \
+    | tee -a "$out/startup.log" | tail -30
 fi
 if [[ $what == big || $what == all ]]; then
   # Kron-26 (1.07 G edges) through the whole pipeline on one GPU: input as 16 snappy parts
