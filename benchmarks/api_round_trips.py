@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks.cli_startup import SETTLE_SECONDS, start_server
+from benchmarks.cli_startup import SETTLE_SECONDS, fresh_environment, start_server
 from benchmarks.harness import append_records, machine
 from benchmarks.orchestration import code_version
 
@@ -135,8 +135,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", required=True)
     args = p.parse_args(argv)
     work = tempfile.mkdtemp(prefix="round-trips-")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GRAPH_"))}
-    env.update(PREFECT_HOME=os.path.join(work, "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    env = fresh_environment(os.path.join(work, "prefect-home"))
     server, url = start_server(env)
     env["PREFECT_API_URL"] = url
     command = [args.input, "--output", os.path.join(work, "out"), *args.args.split()]

@@ -48,6 +48,15 @@ def timed_run(env: dict, args: list[str], expect: int = 0) -> float:
     return seconds
 
 
+def fresh_environment(home: str, drop: tuple = ()) -> dict:
+    """This process's environment without Prefect's and the project's settings (and those named
+    by the prefixes ``drop``), with PREFECT_HOME a new folder ``home`` and analytics off: what
+    the benchmarks' commands and servers run with."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GRAPH_", *drop))}
+    env.update(PREFECT_HOME=home, PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    return env
+
+
 def start_server(env: dict) -> tuple[subprocess.Popen, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -71,8 +80,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", required=True)
     args = p.parse_args(argv)
     home = tempfile.mkdtemp(prefix="prefect-home-")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GRAPH_"))}
-    env.update(PREFECT_HOME=home, PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    env = fresh_environment(home)
     output = tempfile.mkdtemp(prefix="cli-out-")
     run = [SAMPLE, "--output", output]
     cases = {"default": run, "dask": run + ["--runner", "dask"]}

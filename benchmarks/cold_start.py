@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.cli_startup import start_server
+from benchmarks.cli_startup import fresh_environment, start_server
 from benchmarks.harness import append_records, machine
 from benchmarks.orchestration import code_version
 
@@ -79,8 +79,7 @@ def main(argv=None) -> int:
     else:
         graph = Path(args.graph)
         source = pq.read_table(graph, columns=["src"]).column(0)[0].as_py()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GRAPH_", "CUPY_CACHE"))}
-    env.update(PREFECT_HOME=str(work / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    env = fresh_environment(str(work / "prefect-home"), drop=("CUPY_CACHE",))
     server, url = start_server(env)
     env["PREFECT_API_URL"] = url
     try:

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.cli_startup import start_server
+from benchmarks.cli_startup import fresh_environment, start_server
 from benchmarks.harness import append_records, machine
 from benchmarks.orchestration import code_version
 from flows.runners import resolve_auto
@@ -52,8 +52,7 @@ def main(argv=None) -> int:
     from data.generators import kronecker
 
     work = tempfile.mkdtemp(prefix="runner-threshold-")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GRAPH_"))}
-    env.update(PREFECT_HOME=os.path.join(work, "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    env = fresh_environment(os.path.join(work, "prefect-home"))
     server, url = start_server(env)
     env["PREFECT_API_URL"] = url
     records = []
