@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything one H200 session runs, in one call (each machine start costs budget):
-#   benchmarks/h200.sh install|tests|flow|big|cores|kernels|partitioned|parquet|reader|startup|all|profile  OUTDIR
+#   benchmarks/h200.sh install|tests|flow|big|cores|kernels|partitioned|parquet|reader|startup|timeline|all|profile  OUTDIR
 # tests, flow, big, cores, partitioned, parquet, reader, startup and all need .whl/ (`make wheels`; tests also .whl-test/); kernels and profile need no
 # wheels (NumPy, CuPy and pytest are on the machine). .realgraphs/ travels with the checkout.
 # parquet times the page reader and writer beside libcudf where /tmp/cudf.tar holds its wheels
@@ -90,6 +90,23 @@ if [[ $what == startup ]]; then
     | tee -a "$out/startup.log" | tail -3
   timeout 150 python3 -m benchmarks.api_round_trips --json "$out/h200-api-round-trips-$(date +%F).json" 2>&1 \
     | tee -a "$out/startup.log" | tail -30
+fi
+if [[ $what == timeline ]]; then
+  # where a command's seconds go on this host: the sample (auto and --backend numpy, each also
+  # under -X importtime) and Kron-24 (the cold start's command) against one running server
+  server
+  sleep 20  # the server's first rounds of its services
+  [[ -f /tmp/kron24.parquet ]] || python3 -c "import sys, numpy as np, pyarrow as pa, pyarrow.parquet as pq
+from data.generators import kronecker
+src, dst, weight = kronecker(np, 24)
+pq.write_table(pa.table({'src': src, 'dst': dst, 'weight': weight}), sys.argv[1])" /tmp/kron24.parquet
+  json="$out/h200-command-timeline-$(date +%F).json"
+  t() { timeout 150 python3 -m benchmarks.command_timeline --server "$PREFECT_API_URL" --json "$json" "$@" 2>&1 \
+    | tee -a "$out/timeline.log" | head -40; }
+  t --flow mst --importtime --folded "$out/sample.folded" -- data/graph.parquet
+  t --flow mst --importtime -- data/graph.parquet --backend numpy
+  source=$(python3 -c "import sys, pyarrow.parquet as pq; print(pq.read_table(sys.argv[1], columns=['src']).column(0)[0])" /tmp/kron24.parquet)
+  t --folded "$out/kron24.folded" -- /tmp/kron24.parquet --source "$source" --backend cupy --runner threads
 fi
 if [[ $what == big || $what == all ]]; then
   # Kron-26 (1.07 G edges) through the whole pipeline on one GPU: input as 16 snappy parts
