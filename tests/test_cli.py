@@ -101,13 +101,15 @@ def test_partitions_reach_the_flow_and_several_run_on_dask(argv, environment, pa
     assert parameters("mst", dataset)["output_layout"] == "dataset"
 
 
-def _in_fresh_process(argv: list[str]) -> subprocess.CompletedProcess:
+def _in_fresh_process(argv: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
     """flows.cli.main in a new interpreter; prints which heavy modules it imported."""
     code = ("import sys\nfrom flows.cli import main\ntry:\n    code = main('mst', sys.argv[1:])\n"
             "except SystemExit as exc:\n    code = exc.code\n"
-            "print('imported:', sorted(m for m in ('prefect', 'dask', 'distributed', 'pyarrow') if m in sys.modules))\n"
+            "print('imported:', sorted(m for m in ('prefect', 'dask', 'distributed', 'pyarrow', 'pandas')"
+            " if m in sys.modules))\n"
             "sys.exit(code)")
-    return subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def test_help_and_a_missing_input_answer_before_prefect_is_imported(tmp_path):
@@ -180,6 +182,17 @@ def _processes_with(text: str) -> list[int]:
         except OSError:
             pass
     return found
+
+
+@pytest.mark.parametrize("reader", ["host", "gpu"])
+def test_a_run_reads_and_writes_without_importing_pandas(prefect_server, tmp_path, reader):
+    """pyarrow imports pandas at its first NumPy conversion (a fifth of a second of every
+    command); the reader's checks and the result tables convert through Arrow's buffers instead."""
+    done = _in_fresh_process([SAMPLE, "--reader", reader, "--backend", "numpy", "--output", str(tmp_path / "out")],
+                             timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert "imported: ['prefect', 'pyarrow']" in done.stdout
+    assert pq.read_table(tmp_path / "out" / "mst_edges.parquet").num_rows == 5
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="looks for leftover processes in /proc")

@@ -18,6 +18,8 @@ Packages by idea, each module imported by its own name (no package re-exports an
 - write: the results' names and the writer's choices (results, standard library only), the
   result tables (tables), the page writer (page_writer), one file from several by copying pages
   (concat), atomic writes of result files and a partitioned run's parts (result_files);
+- arrays: integer and float columns between Arrow and NumPy through their buffers (pyarrow's
+  own conversions import pandas on first use);
 - publish: which result paths may be written (output_paths), results put into place while no
   other run publishes there (publish), a store's staged results (store_staging).
 """

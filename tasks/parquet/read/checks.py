@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from kernels.backend import array_module, count_nonfinite, count_true
 from tasks.errors import InputError
+from tasks.parquet.arrays import to_numpy
 from tasks.parquet.dataset.plan import ReadUnit, id_kind
 
 # Any decimal of at most 15 significant digits is the shortest text of its nearest float64
@@ -68,7 +69,7 @@ def unit_ids(unit: ReadUnit, col: pa.ChunkedArray, name: str) -> np.ndarray | pa
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)
     if id_kind(col.type) == "integer":
-        return col.to_numpy()
+        return to_numpy(col)
     # Parquet readers do not check that a string column holds UTF-8; such bytes would be copied
     # into the results, which Arrow itself then refuses to read
     offset = 0
@@ -89,7 +90,7 @@ def unit_weights(unit: ReadUnit, col: pa.ChunkedArray, name: str, dtype: np.dtyp
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)
     if pa.types.is_integer(col.type):
-        return integer_weights(unit, col.to_numpy(), name)
+        return integer_weights(unit, to_numpy(col), name)
     # float16 -> float32 and float32 -> float64 are exact. Decimals go to the nearest float64
     # through their text: Arrow's decimal -> float64 cast scales in floating point and misses
     # the nearest value for about 1 decimal in 4 (1.001 became 1.0010000000000001), which also
@@ -97,7 +98,7 @@ def unit_weights(unit: ReadUnit, col: pa.ChunkedArray, name: str, dtype: np.dtyp
     precision = col.type.precision if pa.types.is_decimal(col.type) else 0
     if precision:
         col = col.cast(pa.string())
-    weight = col.cast(pa.from_numpy_dtype(dtype)).to_numpy()
+    weight = to_numpy(col.cast(pa.from_numpy_dtype(dtype)))
     refuse_nonfinite(unit, weight, name)
     if precision > DECIMAL_DIGITS_FLOAT64_KEEPS:
         refuse_blurred_decimals(unit, col, weight, name)

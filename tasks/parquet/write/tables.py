@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from kernels import backend as be
+from tasks.parquet.arrays import from_numpy
 from tasks.parquet.write.results import BFS_COLUMNS, BFS_RESULT_NAME, FOREST_COLUMNS, FOREST_RESULT_NAME, RESULT_KEY
 
 
@@ -49,13 +50,13 @@ def result_of(schema: pa.Schema) -> str | None:
 
 def bfs_table(vertex: pa.Array, distance: np.ndarray, predecessor: pa.Array) -> pa.Table:
     """``distance``: hops from the nearest source, -1 for unreached (stored as null)."""
-    return pa.table([vertex, pa.array(distance, mask=distance < 0, type=pa.int32()), predecessor],
+    return pa.table([vertex, from_numpy(distance, null=distance < 0, type=pa.int32()), predecessor],
                     schema=bfs_schema(vertex.type))
 
 
 def forest_table(src: pa.Array, dst: pa.Array, weight: np.ndarray,
                  columns: tuple[str, str, str] = FOREST_COLUMNS) -> pa.Table:
-    return pa.table([src, dst, pa.array(weight)],
+    return pa.table([src, dst, from_numpy(weight)],
                     schema=forest_schema(src.type, pa.from_numpy_dtype(weight.dtype), columns))
 
 
@@ -63,21 +64,21 @@ def vertex_names(names: pa.Array | None, ids: np.ndarray) -> pa.Array:
     """Original ids of dense vertices, as a pyarrow array of the input's id type (``ids`` are
     codes into ``names`` for string ids)."""
     if names is not None:
-        return names.take(pa.array(ids))
-    return pa.array(ids)
+        return names.take(from_numpy(ids))
+    return from_numpy(ids)
 
 
 def dense_bfs_table(ids: pa.Array, distance: np.ndarray, predecessor: np.ndarray) -> pa.Table:
     """A search over dense vertices 0..n-1 whose input ids are ``ids`` (``predecessor`` dense,
     meaningful where ``distance`` > 0)."""
-    return bfs_table(ids, distance, ids.take(pa.array(predecessor, mask=distance <= 0)))
+    return bfs_table(ids, distance, ids.take(from_numpy(predecessor, null=distance <= 0)))
 
 
 def dense_forest_table(ids: pa.Array, src: np.ndarray, dst: np.ndarray, weight: np.ndarray,
                        columns: tuple[str, str, str] = FOREST_COLUMNS) -> pa.Table:
     """A forest over dense vertices whose input ids are ``ids``: its edges' dense ends and
     weights, in input row order, in columns named ``columns``."""
-    return forest_table(ids.take(pa.array(src)), ids.take(pa.array(dst)), weight, columns)
+    return forest_table(ids.take(from_numpy(src)), ids.take(from_numpy(dst)), weight, columns)
 
 
 @dataclass(frozen=True)
