@@ -101,6 +101,10 @@ from data.generators import kronecker
 src, dst, weight = kronecker(np, 24)
 pq.write_table(pa.table({'src': src, 'dst': dst, 'weight': weight}), sys.argv[1])" /tmp/kron24.parquet
   json="$out/h200-command-timeline-$(date +%F).json"
+  # the interpreter alone: its start (site, .pth files) and sys.path, beside the command's
+  python3 -X importtime -c "import sys; print(sys.version); print(sys.path)" 2> "$out/interpreter-imports.txt" \
+    | tee -a "$out/timeline.log"
+  TIMEFORMAT='interpreter alone %R s'; for _ in 1 2 3; do time python3 -c pass; done 2>&1 | tee -a "$out/timeline.log"
   t() { timeout 150 python3 -m benchmarks.command_timeline --server "$PREFECT_API_URL" --json "$json" "$@" 2>&1 \
     | tee -a "$out/timeline.log" | head -40; }
   t --flow mst --importtime --folded "$out/sample.folded" -- data/graph.parquet
