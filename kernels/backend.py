@@ -94,7 +94,8 @@ def device_name(name: str) -> str:
         return label.decode() if isinstance(label, bytes) else str(label)
     import platform
 
-    return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+    # platform.machine, not processor: on Linux processor() runs `uname -p` in a subprocess
+    return f"CPU ({platform.machine()}, {os.cpu_count()} cores)"
 
 
 def device_bus_id() -> str:
