@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything one H200 session runs, in one call (each machine start costs budget):
-#   benchmarks/h200.sh install|tests|flow|big|cores|kernels|partitioned|parquet|reader|startup|timeline|all|profile  OUTDIR
+#   benchmarks/h200.sh install|tests|flow|big|cores|kernels|partitioned|parquet|reader|batches|threshold|startup|timeline|all|profile  OUTDIR
 # tests, flow, big, cores, partitioned, parquet, reader, startup and all need .whl/ (`make wheels`; tests also .whl-test/); kernels and profile need no
 # wheels (NumPy, CuPy and pytest are on the machine). .realgraphs/ travels with the checkout.
 # parquet times the page reader and writer beside libcudf where /tmp/cudf.tar holds its wheels
@@ -79,6 +79,25 @@ src, dst, weight = kronecker(np, 24)
 pq.write_table(pa.table({'src': src, 'dst': dst, 'weight': weight}), sys.argv[1])" /tmp/kron24.parquet
   timeout 150 python3 -m benchmarks.page_reader_steps /tmp/kron24.parquet --batch-mib 256,1024 \
     --json "$out/h200-page-reader-steps-$(date +%F).json" --profile "$out/page-reader-profile.txt" 2>&1 | tail -14
+fi
+if [[ $what == batches ]]; then
+  # the page reader's batches on a Kron-24 file of pyarrow's defaults, step by step on each thread
+  # (benchmarks.page_reader_timeline) with 1 to 4 batches in flight, then each step alone and the
+  # whole read at two batch sizes (benchmarks.page_reader_steps)
+  [[ -f /tmp/kron24.parquet ]] || python3 -c "import sys, numpy as np, pyarrow as pa, pyarrow.parquet as pq
+from data.generators import kronecker
+src, dst, weight = kronecker(np, 24)
+pq.write_table(pa.table({'src': src, 'dst': dst, 'weight': weight}), sys.argv[1])" /tmp/kron24.parquet
+  timeout 200 python3 -m benchmarks.page_reader_timeline /tmp/kron24.parquet --batch-mib 256 --in-flight 1,2,3,4 \
+    --json "$out/h200-page-reader-timeline-$(date +%F).json" 2>&1 | tee -a "$out/batches.log" | sed -n 1,200p
+  timeout 150 python3 -m benchmarks.page_reader_steps /tmp/kron24.parquet --batch-mib 256,1024 \
+    --json "$out/h200-page-reader-steps-$(date +%F).json" 2>&1 | tee -a "$out/batches.log" | tail -14
+fi
+if [[ $what == threshold ]]; then
+  # a fresh command per backend on the sample and at growing scales: where the GPU starts to pay
+  timeout 400 python3 -m benchmarks.backend_threshold ${THRESHOLD_SCALES:---scale 12 --scale 14 --scale 16 --scale 18 --scale 20} \
+    --repeat ${THRESHOLD_REPEAT:-3} --backends ${THRESHOLD_BACKENDS:-numpy,cupy,auto} \
+    --json "$out/h200-backend-threshold-$(date +%F).json" 2>&1 | tee "$out/threshold.log" | tail -12
 fi
 if [[ $what == startup ]]; then
   # a fresh process against a warm one at Kron-24 (empty CuPy cache, then the cache it left;

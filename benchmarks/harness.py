@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import statistics
+import threading
 import time
 from pathlib import Path
 
@@ -261,6 +262,29 @@ def run(args, command):
                                                           "verify_seconds")}), flush=True)
         del ctx
     append_records(args.json, records)
+
+
+class GpuPoolPeak:
+    """The most bytes CuPy's default pool held at once from ``start()`` on: each allocation
+    through the pool is followed by a look at its total. (The pool's total at the end is not its
+    peak: the page reader hands its batch streams' blocks back to the device when it ends.)"""
+
+    def __init__(self):
+        import cupy
+
+        self.pool = cupy.get_default_memory_pool()
+        self.bytes = self.pool.total_bytes()
+        self.lock = threading.Lock()
+        cupy.cuda.set_allocator(self._malloc)
+
+    def _malloc(self, size: int):
+        memory = self.pool.malloc(size)
+        with self.lock:  # (the page reader allocates on several threads)
+            self.bytes = max(self.bytes, self.pool.total_bytes())
+        return memory
+
+    def start(self) -> None:
+        self.bytes = self.pool.total_bytes()
 
 
 def append_records(json_path: str, records: list) -> None:

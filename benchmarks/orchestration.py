@@ -48,7 +48,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.harness import append_records, load_graph, machine
+from benchmarks.harness import GpuPoolPeak, append_records, load_graph, machine
 from kernels import backend as be
 from kernels.bfs import bfs
 from kernels.graph import build_graph
@@ -137,6 +137,7 @@ def fresh_run(path: str, source_id: str, output: str, backend: str, reader: str 
               writer: str = "auto") -> None:
     """bare_pipeline in this (fresh) process; prints its wall time, stages, peak RSS and GPU
     memory as one JSON line."""
+    peak = GpuPoolPeak() if backend == "cupy" else None
     started = time.perf_counter()
     rss = {"start": peak_rss()}
     stages = bare_pipeline(path, int(source_id), output, backend, rss, reader, writer)
@@ -146,9 +147,9 @@ def fresh_run(path: str, source_id: str, output: str, backend: str, reader: str 
     if backend == "cupy":
         import cupy
 
-        pool = cupy.get_default_memory_pool().total_bytes()  # the pool keeps what it ever held
+        pool = cupy.get_default_memory_pool().total_bytes()
         free, total = cupy.cuda.runtime.memGetInfo()
-        report.update(gpu_pool_peak_bytes=pool, gpu_outside_pool_bytes=max(0, total - free - pool))
+        report.update(gpu_pool_peak_bytes=peak.bytes, gpu_outside_pool_bytes=max(0, total - free - pool))
     print("FRESH " + json.dumps(report), flush=True)
 
 

@@ -5,7 +5,7 @@ The whole file's id and weight chunks are read into pinned memory and uploaded o
 step runs over all of them with CUDA events around it (best of 3): page headers, CRC32s of
 every page, the Snappy walk, nvCOMP's decompression, and the batched decoding steps. The record
 gives seconds per step, beside the page reader's whole read of the same file at each batch size
-(``--batch-mib``, with the device pool's size after it, per edge), pyarrow's, and libcudf's
+(``--batch-mib``, with the device pool's peak during it, per edge), pyarrow's, and libcudf's
 (benchmarks.libcudf, where it is installed: ``--libcudf-site``) with the page reader's time
 over it, so the step that holds the reader back is named. ``--profile FILE`` writes cProfile's
 view of the decoding thread during one more whole read at the first batch size (its waits on
@@ -23,7 +23,7 @@ import time
 import numpy as np
 import pyarrow.parquet as pq
 
-from benchmarks.harness import append_records, machine
+from benchmarks.harness import GpuPoolPeak, append_records, machine
 from benchmarks.orchestration import code_version
 
 
@@ -98,6 +98,7 @@ def main(argv=None) -> int:
         steps["batched decoding"] = timed(lambda: decode_pages(cupy, batch))
     stored = body = batch = None  # the whole file's buffers freed before the whole reads
     pool = cupy.get_default_memory_pool()
+    peak = GpuPoolPeak()
     peaks = {}
     for reader, mib in [("gpu", int(m)) for m in args.batch_mib.split(",")] + [("host", None)]:
         name = f"whole read, {reader} reader" + (f", batches of {mib} MiB" if mib else "")
@@ -106,12 +107,12 @@ def main(argv=None) -> int:
         read_edges(plan_input(args.path), xp=cupy, reader=reader)
         pool.free_all_blocks()
         cupy.cuda.Device().synchronize()
+        peak.start()
         started = time.perf_counter()
         edges = read_edges(plan_input(args.path), xp=cupy, reader=reader)  # (the footers read, as a run does)
         cupy.cuda.Device().synchronize()
         steps[name] = time.perf_counter() - started
-        # the pool keeps every block it was given: its size after one read is that read's peak
-        peaks[name] = round(pool.total_bytes() / edges.rows, 1)
+        peaks[name] = round(peak.bytes / edges.rows, 1)
         del edges
         pool.free_all_blocks()
     if args.profile:
