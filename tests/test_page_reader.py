@@ -146,19 +146,19 @@ def test_pages_without_crc32s_in_codecs_nvcomp_may_trap_on_read_alike(tmp_path, 
     read_alike(path, xp)
 
 
-def read_batches_one_ahead(monkeypatch, xp):
-    """Every row group a batch of its own, each batch's bytes read while the one before is
-    decoded: the page reader's way on a GPU, here on NumPy too (there it decodes batches on a
-    pool of threads)."""
+def read_batches_in_flight(monkeypatch, xp):
+    """Every row group a batch of its own, BATCHES_IN_FLIGHT batches read, uploaded and decoded
+    at once, each with a slot of its own: the page reader's way on a GPU, here on NumPy too
+    (there it decodes batches on a pool of threads)."""
     monkeypatch.setattr(page_reader, "BATCH_BYTES", 1)
     if xp is np:
-        monkeypatch.setattr(page_reader, "run_in_order", lambda work, batches, threads: work.__self__.pipelined(batches))
+        monkeypatch.setattr(page_reader, "run_in_order", lambda work, batches, threads: work.__self__.in_flight(batches))
 
 
-def test_batches_read_one_ahead_read_alike(tmp_path, xp, monkeypatch):
-    """Twelve batches over two files (the second file's first batch read while the first
-    file's last is decoded), two codecs."""
-    read_batches_one_ahead(monkeypatch, xp)
+def test_batches_in_flight_read_alike(tmp_path, xp, monkeypatch):
+    """Twelve batches over two files (the second file's first batches read while the first
+    file's last are decoded), two codecs."""
+    read_batches_in_flight(monkeypatch, xp)
     rng = np.random.default_rng(8)
     for k, codec in enumerate(["snappy", "none"]):
         n = 3000
@@ -168,10 +168,10 @@ def test_batches_read_one_ahead_read_alike(tmp_path, xp, monkeypatch):
     assert got.report["columns"] == {c: {"gpu": 12} for c in ("src", "dst", "weight")}
 
 
-def test_batches_read_one_ahead_raise_the_first_damaged_batchs_error(tmp_path, xp, monkeypatch):
+def test_batches_in_flight_raise_the_first_damaged_batchs_error(tmp_path, xp, monkeypatch):
     """Row groups 2 and 4 damaged (one value byte each, under a CRC32): the error names row
-    group 2, as the host reader's does, though row group 3's bytes are read before it fails."""
-    read_batches_one_ahead(monkeypatch, xp)
+    group 2, as the host reader's does, though row groups 3 and 4 are read beside it."""
+    read_batches_in_flight(monkeypatch, xp)
     rng = np.random.default_rng(9)
     n = 3000
     path = write_edges(tmp_path / "g.parquet", pa.array(rng.integers(0, 2**40, n)), pa.array(rng.integers(0, 99, n)),

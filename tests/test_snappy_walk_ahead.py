@@ -1,4 +1,4 @@
-"""The Snappy walk made ahead, on the thread that uploads a batch (decompress.walk_snappy_streams),
+"""The Snappy walk made ahead, by a batch's fetch right after its upload (decompress.walk_snappy_streams),
 covers exactly the streams the decompression hands nvCOMP, with the verdicts the walk gives each
 stream alone: v1 and v2 pages (v2's levels stay outside the stream), dictionary pages, pages of
 uncompressed chunks left out, a damaged stream found, and a stream it never walked not vouched

@@ -271,8 +271,8 @@ class SnappyWalk:
 
 def walk_snappy_streams(device_stored, plan, pages, stored_start) -> SnappyWalk:
     """Every Snappy stream nvCOMP would be given for these pages (``decompress_pages_nvcomp``),
-    walked on the GPU by one launch on the current stream: done ahead, on the thread that uploads
-    a batch, while the batch before it is decoded."""
+    walked on the GPU by one launch on the current stream: done by a batch's fetch, right after
+    its upload."""
     streams = PageStreams.of(plan, pages, stored_start)
     mine = np.flatnonzero((streams.codec == "SNAPPY") & streams.compressed & ~streams.on_host
                           & (streams.size - streams.levels > 0))

@@ -35,16 +35,21 @@ one buffer and decoded by the batched steps of kernels/parquet/batch.py; a chunk
 ``page_decoded`` counts them, by reason). The row groups are then checked src, dst, weight, in
 row order. Any error in that pass reads the batch again row group by row group through the
 reference steps, so the error raised is the first the host reader would meet. Batches run on
-the host's cores with NumPy; on CuPy one after another (nvCOMP and the uploads share the
-device's stream), each batch's bytes read by a thread of preads and uploaded on a stream of
-its own while the batch before it is decoded: a ring of two pinned host buffers and two device
-buffers, each as large as the largest batch's stored bytes, allocated once per read.
+the host's cores with NumPy. On CuPy, BATCHES_IN_FLIGHT batches run at once, each on a thread
+and a CUDA stream of its own with a slot of its own: a pinned host buffer and a device buffer,
+each as large as the largest batch's stored bytes, allocated once per read. Why several: a
+batch's GPU steps are bound by its longest page, not by its bytes (the Snappy walk and nvCOMP
+take a stream per warp, and a page of pyarrow's default 1 MiB holds about 262 k Snappy
+elements at Kron-24), so one batch at a time leaves most of the GPU idle for most of its time
+(`benchmarks.page_reader_timeline`). Results and errors come in batch order.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
+import queue
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 
 import numpy as np
 import pyarrow as pa
@@ -70,6 +75,10 @@ UNVERIFIED = "chunks without CRC32s in a codec nvCOMP may trap on"
 # Uncompressed column-chunk bytes per batch: bounds the decompressed pages held at once (on the
 # GPU, beside the edge list being filled) while giving nvCOMP many pages per call.
 BATCH_BYTES = 256 << 20
+# Batches read at once on a GPU (each a thread, a CUDA stream, a pinned and a device buffer of a
+# batch's stored bytes): with 3, the batches' steps overlap enough to fill the GPU's wait for
+# each batch's longest page, at a batch's buffers more of device memory than 2.
+BATCHES_IN_FLIGHT = 3
 
 
 @dataclasses.dataclass
@@ -173,7 +182,7 @@ class PageReader:
         if nvcomp:
             with ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0)),
                                     thread_name_prefix="parquet-codecs") as read.host_pool:
-                results = read.pipelined(batches)
+                results = read.in_flight(batches)
         else:
             threads = 1 if xp is not np else max(1, min(len(os.sched_getaffinity(0)), len(batches)))
             results = run_in_order(read.batch, batches, threads)
@@ -209,15 +218,29 @@ def batch_units(units: list[ReadUnit], columns: list[str]) -> list[list[ReadUnit
 
 @dataclasses.dataclass
 class Staged:
-    """A batch's stored bytes on the GPU and what the upload thread found in them: ``stored_at``
-    maps each chunk to its first byte in ``device``; ``headers`` (gpu_headers.PageHeaders of the
-    batch's chunks, in their order) and ``walked`` (decompress.SnappyWalk of its Snappy streams)
-    are None where they are to be made on the decoding thread."""
+    """A batch's stored bytes on the GPU and what its fetch found in them: ``stored_at``
+    maps each chunk to its first byte in ``device``; ``headers``: gpu_headers.PageHeaders of the
+    batch's chunks, in their order; ``walked``: decompress.SnappyWalk of its Snappy streams (None
+    where the batch has no pages)."""
 
     device: object
     stored_at: dict
     headers: object = None
     walked: object = None
+
+
+@dataclasses.dataclass
+class Slot:
+    """What one batch in flight holds (a GPU with nvCOMP; else all None, NumPy buffers per
+    batch): its stored bytes read into ``pinned`` (host memory pinned by CUDA) and uploaded into
+    ``device``, both sized once for the read's largest batch; the CUDA stream its steps run on;
+    and ``unpacked``, a pinned buffer grown to the largest batch's pages the host's codecs
+    decompress (chunks nvCOMP may not take), uploaded in one copy."""
+
+    pinned: np.ndarray | None = None
+    device: object = None
+    stream: object = None
+    unpacked: np.ndarray | None = None
 
 
 @dataclasses.dataclass
@@ -227,16 +250,10 @@ class PageRead:
     assembly: Assembly  # the plan, the rows asked for and the arrays being filled
     nvcomp: bool
     layouts: dict
-    # the ring of nvCOMP's staging buffers: batch k's stored bytes in pinned[k % 2] (host memory
-    # pinned by CUDA), uploaded into device[k % 2]; both sized once, for the largest batch
-    pinned: list = dataclasses.field(default_factory=lambda: [None, None])
-    device: list = dataclasses.field(default_factory=lambda: [None, None])
-    upload_stream: object = None  # a non-blocking CUDA stream: uploads overlap the decoding
     # pages the host's codecs decompress on a GPU run (chunks nvCOMP may not take): decompressed
-    # by a pool of threads, one per core (pyarrow's codecs release the GIL), into ``unpacked``, a
-    # pinned buffer grown to the largest batch's such pages, then uploaded in one copy
+    # by a pool of threads, one per core (pyarrow's codecs release the GIL), into the batch's
+    # Slot.unpacked
     host_pool: object = None
-    unpacked: object = None
 
     @property
     def plan(self) -> InputPlan:
@@ -252,22 +269,43 @@ class PageRead:
         page)."""
         return self.process(self.fetch(units))
 
-    def pipelined(self, batches: list) -> list:
-        """``batch`` for each batch in order, on the GPU, the next batch's bytes read by a thread
-        of preads and uploaded while this one's are checked and decoded (its own ring slot: batch
-        k + 2 reuses batch k's once batch k is done). A batch's error is raised before the next
-        batch's; an error or an interrupt waits for the read and upload under way."""
-        if self.nvcomp:
-            self.allocate_ring(max((self.stored_bytes(b) for b in batches), default=0))
-        results = []
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-prefetch") as pool:
-            ahead = pool.submit(self.fetch, batches[0], 0) if batches else None
-            for k in range(len(batches)):
-                fetched = ahead.result()
-                if k + 1 < len(batches):
-                    ahead = pool.submit(self.fetch, batches[k + 1], (k + 1) % 2)
-                results.append(self.process(fetched))
-        return results
+    def in_flight(self, batches: list) -> list:
+        """``batch`` for each batch, BATCHES_IN_FLIGHT of them at once on threads, each batch
+        taking a free Slot for its read, upload and steps (on the slot's stream) and giving it
+        back once its stream is done. Results in batch order; the first failing batch's error
+        (in batch order) is raised once the batches under way have ended (their launches write
+        into the read's arrays), and the batches not begun are dropped."""
+        slots = self.allocate_slots(max((self.stored_bytes(b) for b in batches), default=0)) if self.nvcomp else \
+            [Slot() for _ in range(BATCHES_IN_FLIGHT)]
+        free: queue.Queue = queue.Queue()
+        for slot in slots:
+            free.put(slot)
+
+        def run(units):
+            slot = free.get()
+            try:
+                with slot.stream if slot.stream is not None else nullcontext():
+                    return self.process(self.fetch(units, slot))
+            finally:
+                if slot.stream is not None:  # its buffers are free once its launches and copies end
+                    slot.stream.synchronize()
+                free.put(slot)
+
+        try:
+            with ThreadPoolExecutor(max_workers=len(slots), thread_name_prefix="parquet-batch") as pool:
+                futures = [pool.submit(run, b) for b in batches]
+                try:
+                    return [f.result() for f in futures]
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
+        finally:
+            if self.nvcomp:  # each stream's cached blocks (its batches' buffers) back to the device
+                import cupy
+
+                for slot in slots:
+                    cupy.get_default_memory_pool().free_all_blocks(stream=slot.stream)
 
     def taken(self, units: list[ReadUnit]):
         """The batch's column chunks the footer lets the page reader take, and {(row group,
@@ -289,42 +327,44 @@ class PageRead:
         """The stored bytes of the batch's chunks the page reader takes."""
         return sum(c.size for c in self.taken(units)[0])
 
-    def allocate_ring(self, size: int) -> None:
-        """The ring's two pinned and two device buffers of ``size`` bytes each, and the upload
-        stream: once per read, before the first batch (a GPU with nvCOMP only)."""
+    def allocate_slots(self, size: int) -> list[Slot]:
+        """BATCHES_IN_FLIGHT slots, each a pinned and a device buffer of ``size`` bytes and a
+        non-blocking stream (the device buffer in that stream's part of CuPy's pool): once per
+        read, before the first batch (a GPU with nvCOMP only)."""
         import cupy
 
         size = max(size, 1)
-        self.pinned = [np.frombuffer(cupy.cuda.alloc_pinned_memory(size), np.uint8, size) for _ in range(2)]
-        self.device = [cupy.empty(size, dtype=cupy.uint8) for _ in range(2)]
-        self.upload_stream = cupy.cuda.Stream(non_blocking=True)
+        slots = []
+        for _ in range(BATCHES_IN_FLIGHT):
+            stream = cupy.cuda.Stream(non_blocking=True)
+            with stream:
+                device = cupy.empty(size, dtype=cupy.uint8)
+            slots.append(Slot(np.frombuffer(cupy.cuda.alloc_pinned_memory(size), np.uint8, size), device, stream))
+        return slots
 
-    def fetch(self, units: list[ReadUnit], slot: int = 0):
-        """The batch's column chunks the page reader takes, their stored bytes read (into
-        pinned[slot] on a GPU with nvCOMP, then uploaded into device[slot] on the upload stream
-        and waited for), and the chunks the footer sends to the host reader, with why."""
+    def fetch(self, units: list[ReadUnit], slot: Slot | None = None):
+        """The batch's column chunks the page reader takes, their stored bytes read (into the
+        slot's pinned buffer on a GPU with nvCOMP, then uploaded into its device buffer, with the
+        page headers parsed and the Snappy streams walked there, on the current stream), and the
+        chunks the footer sends to the host reader, with why."""
         wanted, fallback = self.taken(units)
         stored, buffer, starts = self.read_bytes(units[0], wanted, slot)
         staged = None
         if self.nvcomp and wanted:
-            # the upload, the page headers and the Snappy walk (whose time is its longest stream's)
-            # on the upload stream: they overlap the batch before's decompression and decoding
-            staged = Staged(self.device[slot][:buffer.size], dict(zip(wanted, starts)))
-            with self.upload_stream:
-                staged.device.set(buffer)
-                staged.headers = gpu_headers.page_headers(staged.device, starts, [c.size for c in wanted],
-                                                          [c.num_values for c in wanted])
-                if staged.headers.pages.page_type.size:
-                    staged.walked = walk_snappy_streams(staged.device, wanted, staged.headers.pages, starts)
-            self.upload_stream.synchronize()
-        return units, wanted, fallback, dict(zip(wanted, stored)), staged
+            staged = Staged(slot.device[:buffer.size], dict(zip(wanted, starts)))
+            staged.device.set(buffer)
+            staged.headers = gpu_headers.page_headers(staged.device, starts, [c.size for c in wanted],
+                                                      [c.num_values for c in wanted])
+            if staged.headers.pages.page_type.size:
+                staged.walked = walk_snappy_streams(staged.device, wanted, staged.headers.pages, starts)
+        return units, wanted, fallback, dict(zip(wanted, stored)), staged, slot
 
     def process(self, fetched):
         """The batch's chunks decoded (at once, else row group by row group), its units checked
         and stored: ``batch``'s result."""
-        units, wanted, fallback, stored, staged = fetched
+        units, wanted, fallback, stored, staged, slot = fetched
         try:
-            return self.batch_at_once(units, wanted, dict(fallback), stored, staged)
+            return self.batch_at_once(units, wanted, dict(fallback), stored, staged, slot)
         except InputError:
             # a damaged page or a refused row: read the batch again row group by row group on the
             # reference steps, so the error raised is the first the host reader meets
@@ -350,7 +390,7 @@ class PageRead:
         one walk per chunk, CRC32s computed where stored (kernels/parquet/gpu_headers.py). A chunk
         the walk refuses is parsed again on the host, which names the fault; a CRC32 that
         differs raises, and the batch is read again in row order (``batch``). The headers come
-        parsed from the upload thread (``staged.headers``)."""
+        parsed by the batch's fetch (``staged.headers``)."""
         device_stored, stored_at, headers = staged.device, staged.stored_at, staged.headers
         refused = set(headers.refused().tolist())
         columns = headers.pages.columns
@@ -376,7 +416,7 @@ class PageRead:
             if (gpu_headers.crc32_pages(device_stored, at, length).get().astype(np.int64) != want).any():
                 raise InputError("a page's CRC32 differs")  # named by the reading in row order
 
-    def batch_at_once(self, units, wanted, fallback, stored, staged):
+    def batch_at_once(self, units, wanted, fallback, stored, staged, slot):
         """Every chunk's headers, then one decompression per codec (nvCOMP's where usable) and
         one run of the batched decoding steps for the batch; chunks those steps leave go page by
         page. The units are then checked and stored in row order."""
@@ -400,13 +440,12 @@ class PageRead:
         decoded = {}
         for group, on_gpu in zip(groups, (self.nvcomp, False)):
             if group:
-                self.decode_group(units[0].file, group, pages, stored, staged if on_gpu else None, decoded, notes)
+                self.decode_group(units[0].file, group, pages, stored, staged if on_gpu else None, decoded, notes,
+                                  slot)
         per_unit, counts = self.store_units(units, fallback, lambda unit, chunk: decoded[chunk])
-        if self.nvcomp:  # every launch reading the batch's device buffer ends before the ring reuses it
-            self.xp.cuda.get_current_stream().synchronize()
         return per_unit, counts, notes
 
-    def decode_group(self, file, chunks, pages, stored, on_gpu, decoded: dict, notes: dict) -> None:
+    def decode_group(self, file, chunks, pages, stored, on_gpu, decoded: dict, notes: dict, slot: Slot | None) -> None:
         """The chunks' pages decompressed into one buffer (``on_gpu``: the batch's ``Staged`` bytes
         on the GPU, for nvCOMP; else None, the host's codecs)
         and decoded by the batched steps, or page by page where those leave a chunk;
@@ -421,7 +460,7 @@ class PageRead:
             for _, reason in fallen_back:
                 notes["host_decompressed"][reason] = notes["host_decompressed"].get(reason, 0) + 1
         else:
-            body, starts = self.decompress_on_host(data, chunks, merged, path)
+            body, starts = self.decompress_on_host(data, chunks, merged, path, slot)
         results = decode_pages(xp, batch_pages(body, starts, merged, chunks))
         for k, (chunk, (raw, reason)) in enumerate(zip(chunks, results)):
             dtype = types[chunk.name].to_pandas_dtype()
@@ -434,24 +473,24 @@ class PageRead:
             values, valid = decode_chunks(xp, [chunk], merged.pages_of(k), bodies, path)[0]
             decoded[chunk] = (to_logical(xp, values, dtype), valid)
 
-    def decompress_on_host(self, data, chunks, merged: PageTable, path: str):
+    def decompress_on_host(self, data, chunks, merged: PageTable, path: str, slot: Slot | None):
         """(the chunks' pages decompressed by the host's codecs, back to back, on the backend;
         each page's start in it). Each page decompresses to exactly its declared size or raises,
         so the starts are known before. On a GPU the pool's threads take runs of pages of about
-        equal bytes, each writing its pages into the pinned buffer, which one copy uploads; the
-        buffer is reused by the next batch, whose decoding begins after this batch's last launch."""
+        equal bytes, each writing its pages into the slot's pinned buffer, which one copy uploads;
+        the slot's next batch begins after this batch's last launch."""
         xp = self.xp
         sizes = merged.uncompressed_size.astype(np.int64)
         starts = np.cumsum(sizes) - sizes
         total = int(sizes.sum())
-        if self.host_pool is None or total == 0:
+        if self.host_pool is None or slot is None or total == 0:
             parts = decompress_pages_host(data, chunks, merged, path)
             return (xp.asarray(np.concatenate(parts)) if parts else xp.zeros(0, xp.uint8)), starts
-        if self.unpacked is None or self.unpacked.size < total:
+        if slot.unpacked is None or slot.unpacked.size < total:
             import cupy
 
-            self.unpacked = np.frombuffer(cupy.cuda.alloc_pinned_memory(max(total, 1)), np.uint8, max(total, 1))
-        out = self.unpacked
+            slot.unpacked = np.frombuffer(cupy.cuda.alloc_pinned_memory(max(total, 1)), np.uint8, max(total, 1))
+        out = slot.unpacked
 
         def fill(pages: np.ndarray) -> None:
             parts = decompress_pages_host(data, chunks, merged, path, select=pages)
@@ -494,16 +533,16 @@ class PageRead:
             per_unit.append(self.check_and_store(u, columns, [c for g, c in fallback if g == u.group]))
         return per_unit, counts
 
-    def read_bytes(self, unit: ReadUnit, chunks: list[ColumnChunk], slot: int = 0):
+    def read_bytes(self, unit: ReadUnit, chunks: list[ColumnChunk], slot: Slot | None = None):
         """The chunks' stored bytes from the planned file, back to back in one buffer: (a
         memoryview per chunk, the buffer, each chunk's start in it). On a GPU with nvCOMP the
-        buffer is the reader's pinned one of ``slot``, reused every other batch."""
+        buffer is the slot's pinned one."""
         fs = self.plan.footers.filesystem
         sizes = np.array([c.size for c in chunks], np.int64)
         starts = np.cumsum(sizes) - sizes
         total = int(sizes.sum())
         if self.nvcomp:
-            buffer = self.pinned[slot][:total]
+            buffer = slot.pinned[:total]
         else:
             buffer = np.empty(total, np.uint8)
         if not chunks:
