@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from benchmarks.cli_startup import fresh_environment, start_server
 from benchmarks.harness import append_records, machine
 from benchmarks.orchestration import code_version
-from flows.runners import resolve_auto
+from flows.runner_choice import resolve_auto
 from tasks.parquet.dataset.plan import plan_input
 
 RUNNERS = ("threads", "dask", "auto")

@@ -10,7 +10,7 @@ stopped when the command ends. SIGINT and SIGTERM end the command with exit 130,
 Cancelled on the server (flows/interrupts.py). Without --verbose, a run longer than a few
 seconds writes a line per stage to stderr (flows/progress.py). Where the tasks run:
 ``--runner``, else $GRAPH_TASK_RUNNER, else ``auto`` (threads for small graphs, Dask above
-flows.runners.DASK_MIN_EDGES edges); ``--partitions N`` with N > 1 runs on Dask workers, at
+flows.runner_choice.DASK_MIN_EDGES edges); ``--partitions N`` with N > 1 runs on Dask workers, at
 least N of them on the CPU.
 """
 from __future__ import annotations
@@ -104,7 +104,8 @@ def _run(kind: str, args, params: dict, runner_kind: str, server: TemporaryServe
 
     from flows.common import TAGS
     from flows.inputs import handed_over
-    from flows.runners import cluster_started_early, resolve_auto, task_runner
+    from flows.runner_choice import resolve_auto
+    from flows.runners import cluster_started_early, task_runner
     from tasks.cluster import cpu_workers
     from tasks.report import describe
 

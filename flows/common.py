@@ -96,6 +96,17 @@ def partition_count(kind: str, plan: InputPlan, partitions: int | str, **options
         raise
 
 
+def _publish_nothing_more() -> None:
+    """The flow run is ending while tasks of its are still running: they are told to publish
+    nothing, here and on the Dask workers (write_results asks, tasks.graph_tasks.check_flow_run_going)."""
+    run = FlowRunContext.get()
+    if run is not None:
+        stopping.end_run(run.flow_run.id)
+        tell_workers = getattr(run.task_runner, "end_run_on_workers", None)
+        if tell_workers is not None:
+            tell_workers(run.flow_run.id)
+
+
 def finish(kind: str, input: str, summary: PrefectFuture, started: float, stages: list) -> RunSummary:
     """Fetch the run's summary, the one result the flow process takes from the workers (a small
     dict; every other product stays where it was made: waiting on a Dask future would fetch its
@@ -107,14 +118,8 @@ def finish(kind: str, input: str, summary: PrefectFuture, started: float, stages
         result = summary.result()
     except asyncio.CancelledError:
         # the run's time limit: Prefect cancels the flow where it waits and marks the run failed
-        # (TimedOut), but the tasks already running go on (the task runner waits for them), so
-        # they are told to publish nothing, here and on the Dask workers (write_results asks)
-        run = FlowRunContext.get()
-        if run is not None:
-            stopping.end_run(run.flow_run.id)
-            tell_workers = getattr(run.task_runner, "end_run_on_workers", None)
-            if tell_workers is not None:
-                tell_workers(run.flow_run.id)
+        # (TimedOut), but the tasks already running go on (the task runner waits for them)
+        _publish_nothing_more()
         raise
     except Exception as exc:
         error = _first_error(stages) or exc
@@ -123,6 +128,12 @@ def finish(kind: str, input: str, summary: PrefectFuture, started: float, stages
         if error is exc:
             raise
         raise error from None
+    except BaseException:
+        # a signal (KeyboardInterrupt, Prefect's TerminationSignal): this process publishes
+        # nothing more (flows/interrupts.py), but tasks on Dask workers would go on and publish
+        # their results within the command's grace before it ends them
+        _publish_nothing_more()
+        raise
     _wait_for_workers_artifacts()
     result["total_seconds"] = round(time.perf_counter() - started, 3)
     publish_summary(kind, result)

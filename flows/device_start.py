@@ -32,7 +32,7 @@ def _start(backend: str | None, runner: str, plan) -> None:
         if be.resolve(backend) != "cupy":
             return
         if runner == "auto":  # the runner the command will choose (Dask on several GPUs for a large graph)
-            from flows.runners import resolve_auto
+            from flows.runner_choice import resolve_auto  # (flows.runners would import Prefect here)
 
             if resolve_auto(runner, plan) != "threads":
                 return

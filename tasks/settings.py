@@ -12,7 +12,7 @@ from tasks.errors import InputError
 
 # Whole-number settings and their least value.
 WHOLE_NUMBERS = {
-    "GRAPH_DASK_MIN_EDGES": 0,  # flows/runners.py: the edges from which `auto` runs on Dask
+    "GRAPH_DASK_MIN_EDGES": 0,  # flows/runner_choice.py: the edges from which `auto` runs on Dask
     "GRAPH_DASK_WORKERS": 1,  # tasks/cluster.py: worker processes of a CPU cluster of this machine
     "GRAPH_PROGRESS_MIN_EDGES": 0,  # tasks/artifacts.py (Progress): the edges from which progress bars are published
     "GRAPH_HOST_MEMORY_LIMIT": 1,  # tasks/memory.py: bytes a NumPy run may take (default: what is available)

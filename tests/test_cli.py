@@ -16,7 +16,7 @@ from flows import bfs as bfs_cli
 from flows import mst as mst_cli
 from flows import pipeline as pipeline_cli
 from flows.inputs import command_plan
-from flows.runners import resolve_auto
+from flows.runner_choice import resolve_auto
 from kernels import backend as be
 from tasks.cluster import local_workers
 from tasks.parquet.dataset.plan import plan_input
@@ -102,8 +102,16 @@ def test_partitions_reach_the_flow_and_several_run_on_dask(argv, environment, pa
 
 
 def _in_fresh_process(argv: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
-    """flows.cli.main in a new interpreter; prints which heavy modules it imported."""
-    code = ("import sys\nfrom flows.cli import main\ntry:\n    code = main('mst', sys.argv[1:])\n"
+    """flows.cli.main in a new interpreter; prints which heavy modules it imported, and the stack
+    of pandas' first import to stderr (the call that brought it in)."""
+    code = ("import sys, traceback\n"
+            "class FirstPandasImport:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'pandas':\n"
+            "            sys.meta_path.remove(self)\n"
+            "            print('pandas imported by:', *traceback.format_stack(), file=sys.stderr)\n"
+            "sys.meta_path.insert(0, FirstPandasImport())\n"
+            "from flows.cli import main\ntry:\n    code = main('mst', sys.argv[1:])\n"
             "except SystemExit as exc:\n    code = exc.code\n"
             "print('imported:', sorted(m for m in ('prefect', 'dask', 'distributed', 'pyarrow', 'pandas')"
             " if m in sys.modules))\n"
@@ -187,11 +195,12 @@ def _processes_with(text: str) -> list[int]:
 @pytest.mark.parametrize("reader", ["host", "gpu"])
 def test_a_run_reads_and_writes_without_importing_pandas(prefect_server, tmp_path, reader):
     """pyarrow imports pandas at its first NumPy conversion (a fifth of a second of every
-    command); the reader's checks and the result tables convert through Arrow's buffers instead."""
+    command), and before pyarrow 26 at a type's to_pandas_dtype; the plan, the reader's checks
+    and the result tables take dtypes and values through Arrow's type widths and buffers instead."""
     done = _in_fresh_process([SAMPLE, "--reader", reader, "--backend", "numpy", "--output", str(tmp_path / "out")],
                              timeout=180)
     assert done.returncode == 0, done.stderr
-    assert "imported: ['prefect', 'pyarrow']" in done.stdout
+    assert "imported: ['prefect', 'pyarrow']" in done.stdout, done.stderr
     assert pq.read_table(tmp_path / "out" / "mst_edges.parquet").num_rows == 5
 
 

@@ -2,6 +2,7 @@
 module) on a thread while it imports Prefect and the flow, only where this process runs the
 tasks on CuPy: not for Dask, several partitions or NumPy. On a machine without a GPU the thread
 ends at once, having loaded nothing; on a GPU it leaves the module loaded for the first task."""
+import subprocess
 import sys
 
 import pytest
@@ -38,3 +39,16 @@ def test_the_device_start_ends_and_leaves_the_module_to_a_gpu_run_only(runner):
         assert gpu._module is not None  # loaded by the thread, for the run's first kernel
     else:
         assert "kernels.gpu" not in sys.modules  # imported only where arrays live on a GPU
+
+
+def test_the_device_start_imports_no_prefect_module_beside_the_commands_own_import():
+    """The thread decides the `auto` runner (flows.runner_choice) while the main thread imports
+    Prefect; a Prefect module imported by both threads at once can be met half-initialized
+    ("cannot import name ... from partially initialized module", seen on a GPU machine when the
+    thread imported flows.runners). Everything the thread imports, in a fresh interpreter."""
+    code = ("import importlib.util, sys\nimport flows.device_start, flows.runner_choice, kernels.backend, tasks.cluster\n"
+            "if importlib.util.find_spec('cupy'):\n    import kernels.gpu\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'prefect'))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -1,9 +1,10 @@
 """Fixed-width numeric columns between Arrow and NumPy, through their value buffers.
 
-pyarrow's own conversions (``Array.to_numpy``, ``pa.array(ndarray)``) import pandas on their
-first call wherever it is installed: about 0.2 s of every command on a 2-core machine, more than
-the bundled sample's whole read. These two touch only the buffers, which is all a column of
-integers or floats without nulls needs.
+pyarrow's own conversions (``Array.to_numpy``, ``pa.array(ndarray)``, and before pyarrow 26
+also ``DataType.to_pandas_dtype``) import pandas on their first call wherever it is installed:
+about 0.2 s of every command on a 2-core machine, more than the bundled sample's whole read.
+These touch only the types' widths and the buffers, which is all a column of integers or
+floats without nulls needs.
 """
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import pyarrow as pa
 
 def numpy_dtype(arrow_type: pa.DataType) -> np.dtype:
     """The NumPy dtype of an Arrow integer or float type (TypeError for any other)."""
-    if not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)):
-        raise TypeError(f"not a fixed-width numeric Arrow type: {arrow_type}")
-    return np.dtype(arrow_type.to_pandas_dtype())  # a table lookup: it imports nothing
+    if pa.types.is_floating(arrow_type):
+        return np.dtype(f"float{arrow_type.bit_width}")
+    if pa.types.is_integer(arrow_type):
+        return np.dtype(f"{'' if pa.types.is_signed_integer(arrow_type) else 'u'}int{arrow_type.bit_width}")
+    raise TypeError(f"not a fixed-width numeric Arrow type: {arrow_type}")
 
 
 def to_numpy(column: pa.Array | pa.ChunkedArray) -> np.ndarray:

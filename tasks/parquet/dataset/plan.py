@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.errors import InputError
+from tasks.parquet.arrays import numpy_dtype
 from tasks.parquet.dataset.discovery import DatasetFiles, dataset_files, dataset_root
 from tasks.parquet.store.filesystem import Filesystem, resolve
 from tasks.parquet.write.results import RESULT_KEY
@@ -273,7 +274,7 @@ def plan_footers(path: str, files: list[Path], src_col: str, dst_col: str, weigh
             raise InputError(f"{file}: column {src_col!r} holds {kind} ids but {first_of_kind[other]} holds {other} "
                              "ids (mixed schemas)")
         if kind == "integer":
-            id_types.update(np.dtype(value_type(schema.field(c).type).to_pandas_dtype()) for c in (src_col, dst_col))
+            id_types.update(numpy_dtype(value_type(schema.field(c).type)) for c in (src_col, dst_col))
         if weight_col:
             weight_types.add(value_type(schema.field(weight_col).type))
         file_row = 0

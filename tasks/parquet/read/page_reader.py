@@ -60,6 +60,7 @@ from kernels.parquet.format import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, DI
                                     PHYSICAL_DTYPES, RLE)
 from kernels.parquet.headers import PageTable
 from tasks.errors import InputError
+from tasks.parquet.arrays import numpy_dtype
 from kernels.parquet import gpu_headers
 from kernels.parquet.batch import decode_pages
 from tasks.parquet.codec.decompress import (HOST_CODECS, check_page_crcs, decompress_pages_host, decompress_pages_nvcomp,
@@ -463,7 +464,7 @@ class PageRead:
             body, starts = self.decompress_on_host(data, chunks, merged, path, slot)
         results = decode_pages(xp, batch_pages(body, starts, merged, chunks))
         for k, (chunk, (raw, reason)) in enumerate(zip(chunks, results)):
-            dtype = types[chunk.name].to_pandas_dtype()
+            dtype = numpy_dtype(types[chunk.name])
             if raw is not None:
                 decoded[chunk] = (to_logical(xp, raw.view(PHYSICAL_DTYPES[chunk.physical_type]), dtype), None)
                 continue
@@ -571,7 +572,7 @@ class PageRead:
             values, valid = decode_chunks(xp, [chunk], table, bodies, path)[0]
         except InputError as exc:
             raise corrupt(unit, fs, chunk, exc) from None
-        dtype = self.layouts[unit.file].types[chunk.name].to_pandas_dtype()
+        dtype = numpy_dtype(self.layouts[unit.file].types[chunk.name])
         return to_logical(xp, values, dtype), valid
 
     def check_and_store(self, unit: ReadUnit, decoded: dict, on_host: list[str]):
@@ -616,7 +617,7 @@ def read_columns(filesystem: Filesystem, path: str, columns, xp=np, check_crc: b
     result = {}
     for name in columns:
         mine = [d for d, chunk in zip(decoded, plan) if chunk.name == name]
-        dtype = arrow_schema.field(name).type.to_pandas_dtype()
+        dtype = numpy_dtype(arrow_schema.field(name).type)
         if not mine:  # a file without row groups
             result[name] = (xp.zeros(0, dtype=dtype), None)
             continue

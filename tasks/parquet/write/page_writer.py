@@ -47,6 +47,7 @@ from kernels.parquet.format import (BINARY, CODECS, DATA_PAGE, DICTIONARY_PAGE, 
                                     PageEncodingStatsField, PageHeaderField, RowGroupField, SchemaElementField,
                                     SizeStatisticsField, StatisticsField)
 from kernels.parquet.thrift import encode_struct
+from tasks.parquet.arrays import to_numpy
 from tasks.parquet.write.concat import LARGEST_ROW_GROUP, MAGIC, for_each
 from tasks.parquet.codec.decompress import HOST_CODECS, NVCOMP_CODECS, nvcomp_usable
 from tasks.parquet.codec.nvcomp_c import ENCODERS
@@ -113,8 +114,7 @@ def columns_of(table, xp) -> ResultColumns:
     values, valid = [], []
     for column in table.columns:
         column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        dtype = column.type.to_pandas_dtype()
-        values.append(xp.asarray(column.fill_null(0).to_numpy(zero_copy_only=False).astype(dtype, copy=False)))
+        values.append(xp.asarray(to_numpy(column.fill_null(0))))
         valid.append(xp.asarray(column.is_valid().to_numpy(zero_copy_only=False)) if column.null_count else None)
     return ResultColumns(table.schema, tuple(values), tuple(valid))
 
