@@ -23,9 +23,16 @@ def requested() -> bool:
 
 
 def check(stage: str) -> None:
-    """Raise Stopped naming ``stage`` if a stop was asked for."""
+    """Raise Stopped naming ``stage`` if a stop was asked for, or if the flow run of the task
+    calling it has ended (``end_run``: on a Dask worker, how a stop asked of the command
+    arrives)."""
     if requested():
         raise Stopped(f"stopped by a signal before {stage}")
+    if _ended_runs:
+        from prefect.runtime import flow_run
+
+        if run_ended(flow_run.get_id()):
+            raise Stopped(f"the flow run ended before {stage}")
 
 
 def end_run(run_id) -> None:

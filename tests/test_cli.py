@@ -227,7 +227,7 @@ def test_without_a_server_the_command_starts_one_for_the_run_and_stops_it(tmp_pa
     assert any(m.startswith("mst: ") and "validation passed" in m for m in messages), messages  # the last logs reached it
 
 
-@pytest.mark.parametrize("after, lines", [("0.5", True), ("120", False)], ids=["long-run", "short-run"])
+@pytest.mark.parametrize("after, lines", [("0.001", True), ("120", False)], ids=["long-run", "short-run"])
 def test_a_run_longer_than_a_few_seconds_shows_a_line_per_stage(tmp_path, prefect_server, after, lines):
     """Without --verbose a command showed nothing for the 20-30 s of a laptop run. A run that
     lasts longer than GRAPH_PROGRESS_AFTER_SECONDS writes a line to stderr as each stage starts
