@@ -5,7 +5,8 @@ The whole file's id and weight chunks are read into pinned memory and uploaded o
 step runs over all of them with CUDA events around it (best of 3): page headers, CRC32s of
 every page, the Snappy walk, nvCOMP's decompression, and the batched decoding steps. The record
 gives seconds per step, beside the page reader's whole read of the same file at each batch size
-(``--batch-mib``, with the device pool's peak during it, per edge), pyarrow's, and libcudf's
+(``--batch-mib``, with the device pool's peak during it and its total after it, per edge, and
+the pages decompressed on the host beside the GPU), pyarrow's, and libcudf's
 (benchmarks.libcudf, where it is installed: ``--libcudf-site``) with the page reader's time
 over it, so the step that holds the reader back is named. ``--profile FILE`` writes cProfile's
 view of the decoding thread during one more whole read at the first batch size (its waits on
@@ -99,7 +100,7 @@ def main(argv=None) -> int:
     stored = body = batch = None  # the whole file's buffers freed before the whole reads
     pool = cupy.get_default_memory_pool()
     peak = GpuPoolPeak()
-    peaks = {}
+    peaks, held, host_streams = {}, {}, {}
     for reader, mib in [("gpu", int(m)) for m in args.batch_mib.split(",")] + [("host", None)]:
         name = f"whole read, {reader} reader" + (f", batches of {mib} MiB" if mib else "")
         if mib:
@@ -113,6 +114,9 @@ def main(argv=None) -> int:
         cupy.cuda.Device().synchronize()
         steps[name] = time.perf_counter() - started
         peaks[name] = round(peak.bytes / edges.rows, 1)
+        held[name] = round(pool.total_bytes() / edges.rows, 1)  # the edge list's 24 and what the read left cached
+        if edges.report.get("host_streams"):
+            host_streams[name] = edges.report["host_streams"]
         del edges
         pool.free_all_blocks()
     if args.profile:
@@ -134,13 +138,14 @@ def main(argv=None) -> int:
     record = {"algo": "page-reader-steps", "file": args.path, "codec": record_codec, "pages": len(pages),
               "stored_bytes": int(sizes.sum()), "uncompressed_bytes": int(pages.uncompressed_size.sum()),
               "seconds": {k: round(v, 4) for k, v in steps.items()}, "gpu_pool_bytes_per_edge": peaks,
+              "gpu_pool_bytes_per_edge_after_the_read": held, "host_streams": host_streams,
               "libcudf_read": yardstick,
               "page_reader_over_libcudf": {k: round(v / yardstick["seconds"], 3) for k, v in steps.items()
                                            if k.startswith("whole read, gpu") and yardstick["seconds"]},
               "machine": machine("cupy"), "date": datetime.date.today().isoformat(),
               "command": "python -m benchmarks.page_reader_steps " + " ".join(sys.argv[1:] if argv is None else argv), "code": code_version()}
     for k, v in record["seconds"].items():
-        print(f"{k:56s} {v:8.4f} s" + (f"  pool {peaks[k]} B/edge" if k in peaks else ""))
+        print(f"{k:56s} {v:8.4f} s" + (f"  pool {peaks[k]} B/edge, {held[k]} after" if k in peaks else ""))
     print(f"{'libcudf read_parquet':56s} {yardstick['seconds']} s  {yardstick.get('why', '')}")
     append_records(args.json, [record])
     return 0

@@ -33,6 +33,7 @@ STEPS = [
     ("tasks.parquet.read.page_reader", "PageRead", "prepare_on_gpu"),
     ("kernels.parquet.gpu_headers", None, "crc32_pages"),
     ("tasks.parquet.read.page_reader", None, "decompress_pages_nvcomp"),
+    ("tasks.parquet.codec.decompress", "HostStreams", "upload"),
     ("tasks.parquet.read.page_reader", None, "decode_pages"),
     ("tasks.parquet.read.page_reader", "PageRead", "store_units"),
     ("tasks.parquet.read.page_reader", "PageRead", "check_and_store"),

@@ -131,7 +131,8 @@ def reader_text(report: dict) -> str:
     if fallbacks:
         text += (f"; host reader for {sum(fallbacks.values()):,} "
                  f"({', '.join(f'{reason}: {n:,}' for reason, n in fallbacks.items())})")
-    for key, what in (("host_decompressed", "decompressed on the host"), ("page_decoded", "decoded page by page")):
+    for key, what in (("host_decompressed", "decompressed on the host"), ("page_decoded", "decoded page by page"),
+                      ("host_streams", "decompressed on the host beside the GPU")):
         if report.get(key):
             text += f"; {what}: " + ", ".join(f"{reason}: {n:,}" for reason, n in report[key].items())
     return text

@@ -146,6 +146,37 @@ def test_pages_without_crc32s_in_codecs_nvcomp_may_trap_on_read_alike(tmp_path, 
     read_alike(path, xp)
 
 
+def write_long_dictionaries(path, rows: int, row_groups: int):
+    """pyarrow's shape at scale: per row group, src and weight dictionary pages of about 0.5 and
+    1 MiB beside data pages of 16 KiB, so on a GPU the host's codec takes the dictionary pages
+    (decompress.long_streams) and the GPU the rest."""
+    rng = np.random.default_rng(12)
+    return write_edges(path, pa.array(rng.permutation(rows) % 100_000), pa.array(rng.integers(0, 500, rows)),
+                       pa.array(rng.random(rows)), compression="snappy", data_page_size=16 << 10,
+                       row_group_size=rows // row_groups)
+
+
+def test_long_snappy_streams_read_alike(tmp_path, xp):
+    """Three row groups of long dictionary pages read alike; on a GPU their six pages are
+    decompressed on the host and counted so."""
+    got = read_alike(write_long_dictionaries(tmp_path / "g.parquet", 600_000, 3), xp)
+    assert got.report["columns"] == {c: {"gpu": 3} for c in ("src", "dst", "weight")}
+    on_gpu = xp is not np and nvcomp_usable()
+    assert got.report["host_streams"] == ({page_reader.LONG_STREAMS: 6} if on_gpu else {})
+
+
+def test_a_damaged_long_snappy_stream_is_refused_alike(tmp_path, xp):
+    """A byte flipped in row group 1's src dictionary page (no CRC32s): refused alike, the page
+    named by the page reader."""
+    path = write_long_dictionaries(tmp_path / "g.parquet", 600_000, 3)
+    chunk = pq.ParquetFile(path).metadata.row_group(1).column(0)
+    data = bytearray(path.read_bytes())
+    data[chunk.dictionary_page_offset + 40] ^= 0x5A  # inside the page's header or its Snappy preamble
+    path.write_bytes(bytes(data))
+    by_pages = read_alike(path, xp)
+    assert isinstance(by_pages, InputError) and "column 'src', row group 1" in str(by_pages)
+
+
 def read_batches_in_flight(monkeypatch, xp):
     """Every row group a batch of its own, BATCHES_IN_FLIGHT batches read, uploaded and decoded
     at once, each with a slot of its own: the page reader's way on a GPU, here on NumPy too

@@ -247,15 +247,93 @@ class PageStreams:
         return cls(codec, page_in, levels, compressed, on_host, stored, size)
 
 
+# A batch's GPU walk and nvCOMP's decoder each give a Snappy stream one warp and go through it
+# element by element, so the batch waits for its longest stream. pyarrow's dictionary pages hold
+# 1 MiB beside data pages of 20,000 rows (160 KB of int64s): at Kron-24 they set each step's time
+# (about 20 ms of the walk and 10 ms of nvCOMP per 256 MiB batch) with most of the GPU idle. So a
+# batch's streams at least LONG_STREAM_FACTOR times its median stream and LONG_STREAM_BYTES long,
+# longest first while they hold at most LONG_STREAM_SHARE of its Snappy bytes, are decompressed
+# by the host's codec on the host's cores while the GPU takes the others; the share bounds the
+# host's part where many streams are long.
+LONG_STREAM_FACTOR = 4
+LONG_STREAM_BYTES = 128 << 10
+LONG_STREAM_SHARE = 0.5
+
+
+def long_streams(length: np.ndarray) -> np.ndarray:
+    """Which of a batch's Snappy streams (their stored lengths) the host's codec takes: a mask."""
+    length = np.asarray(length, np.int64)
+    taken = np.zeros(length.size, bool)
+    if length.size < 2:
+        return taken
+    cut = max(LONG_STREAM_FACTOR * float(np.median(length)), LONG_STREAM_BYTES)
+    order = np.argsort(-length, kind="stable")
+    within = np.cumsum(length[order]) <= LONG_STREAM_SHARE * int(length.sum())
+    taken[order[(length[order] >= cut) & within]] = True
+    return taken
+
+
+@dataclass(frozen=True)
+class HostStreams:
+    """A batch's long Snappy streams (``long_streams``), each decompressed by the host's codec on
+    a pool's thread from the batch's stored bytes on the host while the GPU takes the others:
+    stream k (from start[k] in the device buffer, length[k] bytes, declaring declared[k]) lands in
+    ``into`` (host memory; pinned on a GPU) at at[k]. ``futures[k]`` ends when it is there, or
+    raises the InputError naming its page."""
+
+    start: np.ndarray
+    length: np.ndarray
+    declared: np.ndarray
+    at: np.ndarray
+    into: np.ndarray
+    futures: list
+
+    @classmethod
+    def begin(cls, chunk_bytes, plan, pages, page: np.ndarray, streams: "PageStreams", pool, buffer,
+              path: str = "") -> "HostStreams":
+        """The streams of pages ``page`` (table indices; pages without v2 levels, so a stream is
+        its whole page) submitted to ``pool``; ``buffer(n)`` gives the n bytes they land in."""
+        declared = streams.size[page]
+        at = np.cumsum(declared) - declared
+        into = buffer(max(int(declared.sum()), 1))
+
+        def fill(i: int, a: int, n: int) -> None:
+            into[a:a + n] = decompress_pages_host(chunk_bytes, plan, pages, path, select=[i])[i]
+
+        futures = [pool.submit(fill, i, a, n) for i, a, n in zip(page.tolist(), at.tolist(), declared.tolist())]
+        return cls(streams.page_in[page], streams.stored[page], declared, at, into, futures)
+
+    def find(self, start, length, declared) -> np.ndarray:
+        """For each of these streams its index here, or -1."""
+        start = np.asarray(start, np.int64)
+        if not self.start.size or not start.size:
+            return np.full(start.size, -1, np.int64)
+        order = np.argsort(self.start, kind="stable")
+        at = order[np.minimum(np.searchsorted(self.start[order], start), order.size - 1)]
+        same = (self.start[at] == start) & (self.length[at] == length) & (self.declared[at] == declared)
+        return np.where(same, at, -1)
+
+    def upload(self, k: np.ndarray, body, dst: np.ndarray) -> None:
+        """Streams ``k`` copied into ``body`` (a CuPy buffer) at ``dst``, each once decompressed
+        (on the current stream: asynchronous from pinned memory); a damaged one raises the
+        InputError its host codec gave."""
+        for j, d in zip(k.tolist(), dst.tolist()):
+            self.futures[j].result()
+            n = int(self.declared[j])
+            body[d:d + n].set(self.into[int(self.at[j]):int(self.at[j]) + n])
+
+
 @dataclass(frozen=True)
 class SnappyWalk:
     """The Snappy walk's verdicts on streams of one device buffer, ordered by where they start:
-    (start, length, declared size, fault) per stream, as kernels.parquet.snappy gives them."""
+    (start, length, declared size, fault) per stream, as kernels.parquet.snappy gives them; and
+    the streams the host's codec takes instead (``HostStreams``; None when it takes none)."""
 
     start: np.ndarray
     length: np.ndarray
     declared: np.ndarray
     fault: np.ndarray
+    host: HostStreams | None = None
 
     def faults(self, start, length, declared) -> np.ndarray | None:
         """The verdict on each of these streams; None unless every one was walked."""
@@ -269,20 +347,30 @@ class SnappyWalk:
         return self.fault[at]
 
 
-def walk_snappy_streams(device_stored, plan, pages, stored_start) -> SnappyWalk:
+def walk_snappy_streams(device_stored, plan, pages, stored_start, host=None) -> SnappyWalk:
     """Every Snappy stream nvCOMP would be given for these pages (``decompress_pages_nvcomp``),
     walked on the GPU by one launch on the current stream: done by a batch's fetch, right after
-    its upload."""
+    its upload. ``host``: (each chunk's stored bytes on the host, a thread pool, ``buffer(n)``
+    giving n bytes of host memory, the file's path); the batch's long streams (``long_streams``,
+    among pages without v2 levels) are then decompressed by the host's codec on the pool
+    (``HostStreams``) instead of walked."""
     streams = PageStreams.of(plan, pages, stored_start)
     mine = np.flatnonzero((streams.codec == "SNAPPY") & streams.compressed & ~streams.on_host
                           & (streams.size - streams.levels > 0))
+    taken = None
+    if host is not None and mine.size:
+        chunk_bytes, pool, buffer, path = host
+        long = long_streams(streams.stored[mine]) & (streams.levels[mine] == 0)
+        if long.any():
+            taken = HostStreams.begin(chunk_bytes, plan, pages, mine[long], streams, pool, buffer, path)
+            mine = mine[~long]
     start = streams.page_in[mine] + streams.levels[mine]
     order = np.argsort(start, kind="stable")
     start = start[order]
     length = (streams.stored - streams.levels)[mine][order]
     declared = (streams.size - streams.levels)[mine][order]
     fault = snappy.stream_faults_on_gpu(device_stored, start, length, declared) if start.size else np.zeros(0, np.int64)
-    return SnappyWalk(start, length, declared, fault)
+    return SnappyWalk(start, length, declared, fault, taken)
 
 
 def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_start, path: str = "",
@@ -301,7 +389,8 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
     Snappy streams are walked on the GPU first (kernels.parquet.snappy states the
     rules): nvCOMP's decoder traps on a damaged stream, ending the CUDA context, so a stream that
     fails the walk goes to the host's codec, which names the fault. ``walked``: the walk's verdicts
-    made ahead (``walk_snappy_streams``), used where they cover every Snappy stream here. Pages the host decompresses
+    made ahead (``walk_snappy_streams``), used where they cover every Snappy stream here; the
+    streams its host's codec took (``walked.host``) are copied in once decompressed. Pages the host decompresses
     (those, a codec nvCOMP lacks, malformed v2 levels, a stored size other than declared) are
     copied in; fallen_back lists the chunks of a codec nvCOMP lacks, with the reason.
 
@@ -333,6 +422,7 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
     on_host |= lacking
     on_host |= compressed & (size - levels == 0)  # an empty stream: nothing for nvCOMP, the host checks it
     decoded = compressed & ~on_host
+    from_host = []  # (indices in walked.host, their places in body): long Snappy streams
     jobs = {}  # nvCOMP algorithm -> (input offsets in device_stored, input sizes, output offsets, sizes, pages)
     for name in np.unique(codec[decoded]):
         mine = np.flatnonzero(decoded & (codec == name))
@@ -352,6 +442,11 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
             gpu_pages.copy_segments(device_stored, src, source, packed, length)
             src = packed
         if algorithm == "Snappy":
+            if walked is not None and walked.host is not None and source is device_stored:
+                k = walked.host.find(src, length, out_size)
+                mine = k >= 0
+                from_host.append((k[mine], dst[mine]))
+                src, length, dst, out_size, page = (a[~mine] for a in (src, length, dst, out_size, page))
             fault = None if walked is None or source is not device_stored else walked.faults(src, length, out_size)
             if fault is None:
                 fault = snappy.stream_faults_on_gpu(source, src, length, out_size)
@@ -363,6 +458,8 @@ def decompress_pages_nvcomp(chunk_bytes, plan, pages, device_stored, stored_star
         statuses, actual = nvcomp_c.decompress(algorithm, source, src, length, body, dst, out_size)
         # a stream nvCOMP refused or that held other than the declared bytes: the host names it
         on_host[page[(statuses != 0) | (actual != out_size)]] = True
+    for k, dst in from_host:  # the batch's long streams, decompressed on the host meanwhile
+        walked.host.upload(k, body, dst)
     host_pages = np.flatnonzero(on_host)
     if host_pages.size:
         host_out = decompress_pages_host(chunk_bytes, plan, pages, path, select=host_pages.tolist())

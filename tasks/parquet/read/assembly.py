@@ -13,7 +13,7 @@ unit's rows (a filter's rows kept, ReadUnit.kept):
 
 Report encoding (JSON, for the run's summary): ``{"reader": name, "columns": {column: {reader:
 column chunks it decoded}}, "fallbacks": {reason: column chunks}}``, plus backend details
-(the page reader adds ``xp``, ``decompress``, ``host_decompressed`` and ``page_decoded``). A
+(the page reader adds ``xp``, ``decompress``, ``host_decompressed``, ``page_decoded`` and ``host_streams``). A
 column chunk is one column of one row group; a chunk decoded for two ranks (a row group on a
 share boundary) counts for each.
 """

@@ -48,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import queue
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait as futures_wait
 from contextlib import nullcontext
 
 import numpy as np
@@ -73,6 +73,7 @@ from tasks.parquet.dataset.plan import InputPlan, ReadUnit, check_unchanged, val
 from tasks.parquet.store.filesystem import Filesystem
 
 UNVERIFIED = "chunks without CRC32s in a codec nvCOMP may trap on"
+LONG_STREAMS = "Snappy pages far longer than their batch's others"  # counted in pages (decompress.long_streams)
 # Uncompressed column-chunk bytes per batch: bounds the decompressed pages held at once (on the
 # GPU, beside the edge list being filled) while giving nvCOMP many pages per call.
 BATCH_BYTES = 256 << 20
@@ -173,7 +174,7 @@ class PageReader:
         units = assembly.units()
         nvcomp = xp is not np and nvcomp_usable()
         report = new_report("gpu", footers.columns, xp=xp.__name__, decompress="nvCOMP" if nvcomp else "host",
-                            host_decompressed={}, page_decoded={})
+                            host_decompressed={}, page_decoded={}, host_streams={})
         layouts: dict = {}
         for u in units:
             if u.file not in layouts:
@@ -235,13 +236,26 @@ class Slot:
     """What one batch in flight holds (a GPU with nvCOMP; else all None, NumPy buffers per
     batch): its stored bytes read into ``pinned`` (host memory pinned by CUDA) and uploaded into
     ``device``, both sized once for the read's largest batch; the CUDA stream its steps run on;
-    and ``unpacked``, a pinned buffer grown to the largest batch's pages the host's codecs
-    decompress (chunks nvCOMP may not take), uploaded in one copy."""
+    ``unpacked``, a pinned buffer grown to the largest batch's pages the host's codecs
+    decompress (chunks nvCOMP may not take), uploaded in one copy; and the same for its long
+    Snappy streams."""
 
     pinned: np.ndarray | None = None
     device: object = None
     stream: object = None
     unpacked: np.ndarray | None = None
+    # pinned, grown to the largest batch's long Snappy streams, which the host's codec decompresses
+    # (decompress.HostStreams) while the GPU takes the others; ``pending``: their futures, ended
+    # before the slot is taken again
+    long_streams: np.ndarray | None = None
+    pending: list = dataclasses.field(default_factory=list)
+
+    def long_streams_buffer(self, size: int) -> np.ndarray:
+        if self.long_streams is None or self.long_streams.size < size:
+            import cupy
+
+            self.long_streams = np.frombuffer(cupy.cuda.alloc_pinned_memory(size), np.uint8, size)
+        return self.long_streams[:size]
 
 
 @dataclasses.dataclass
@@ -288,6 +302,8 @@ class PageRead:
                 with slot.stream if slot.stream is not None else nullcontext():
                     return self.process(self.fetch(units, slot))
             finally:
+                futures_wait(slot.pending)  # the host's threads write into its buffers
+                slot.pending = []
                 if slot.stream is not None:  # its buffers are free once its launches and copies end
                     slot.stream.synchronize()
                 free.put(slot)
@@ -305,6 +321,8 @@ class PageRead:
             if self.nvcomp:  # each stream's cached blocks (its batches' buffers) back to the device
                 import cupy
 
+                for slot in slots:  # a block still in use stays cached in its stream's arena for good
+                    slot.device = None
                 for slot in slots:
                     cupy.get_default_memory_pool().free_all_blocks(stream=slot.stream)
 
@@ -357,7 +375,11 @@ class PageRead:
             staged.headers = gpu_headers.page_headers(staged.device, starts, [c.size for c in wanted],
                                                       [c.num_values for c in wanted])
             if staged.headers.pages.page_type.size:
-                staged.walked = walk_snappy_streams(staged.device, wanted, staged.headers.pages, starts)
+                staged.walked = walk_snappy_streams(staged.device, wanted, staged.headers.pages, starts,
+                                                    host=(stored, self.host_pool, slot.long_streams_buffer,
+                                                          str(units[0].file)))
+                if staged.walked.host is not None:
+                    slot.pending += staged.walked.host.futures
         return units, wanted, fallback, dict(zip(wanted, stored)), staged, slot
 
     def process(self, fetched):
@@ -430,7 +452,7 @@ class PageRead:
                 table = self.prepare(by_group[chunk.row_group], chunk, stored[chunk], fallback)
                 if table is not None:
                     pages[chunk] = table
-        notes = {"host_decompressed": {}, "page_decoded": {}}
+        notes = {"host_decompressed": {}, "page_decoded": {}, "host_streams": {}}
         groups = [list(pages)]
         if self.nvcomp:  # nvCOMP takes pages a CRC32 or the Snappy walk vouches for (docstring)
             trusted = [c for c in pages if c.codec in ("UNCOMPRESSED", "SNAPPY") or bool((pages[c].crc >= 0).all())]
@@ -460,6 +482,8 @@ class PageRead:
                                                                 walked=on_gpu.walked)
             for _, reason in fallen_back:
                 notes["host_decompressed"][reason] = notes["host_decompressed"].get(reason, 0) + 1
+            if on_gpu.walked is not None and on_gpu.walked.host is not None:
+                notes["host_streams"][LONG_STREAMS] = on_gpu.walked.host.start.size
         else:
             body, starts = self.decompress_on_host(data, chunks, merged, path, slot)
         results = decode_pages(xp, batch_pages(body, starts, merged, chunks))
