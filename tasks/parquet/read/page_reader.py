@@ -39,9 +39,12 @@ the host's cores with NumPy. On CuPy, BATCHES_IN_FLIGHT batches run at once, eac
 and a CUDA stream of its own with a slot of its own: a pinned host buffer and a device buffer,
 each as large as the largest batch's stored bytes, allocated once per read. Why several: a
 batch's GPU steps are bound by its longest page, not by its bytes (the Snappy walk and nvCOMP
-take a stream per warp, and a page of pyarrow's default 1 MiB holds about 262 k Snappy
-elements at Kron-24), so one batch at a time leaves most of the GPU idle for most of its time
-(`benchmarks.page_reader_timeline`). Results and errors come in batch order.
+take a stream per warp), so one batch at a time leaves most of the GPU idle for most of its time
+(`benchmarks.page_reader_timeline`). For the same reason a batch's Snappy streams far longer
+than its others (pyarrow's 1 MiB dictionary pages, about 262 k Snappy elements at Kron-24,
+beside data pages of 20,000 rows) are decompressed by the host's codec on a pool of threads
+while the GPU takes the rest (decompress.long_streams; the report's ``host_streams`` counts
+them). Results and errors come in batch order.
 """
 from __future__ import annotations
 
@@ -78,9 +81,11 @@ LONG_STREAMS = "Snappy pages far longer than their batch's others"  # counted in
 # GPU, beside the edge list being filled) while giving nvCOMP many pages per call.
 BATCH_BYTES = 256 << 20
 # Batches read at once on a GPU (each a thread, a CUDA stream, a pinned and a device buffer of a
-# batch's stored bytes): with 3, the batches' steps overlap enough to fill the GPU's wait for
-# each batch's longest page, at a batch's buffers more of device memory than 2.
-BATCHES_IN_FLIGHT = 3
+# batch's stored bytes, about 1 GB of device memory per 256 MiB batch at Kron-24): with a batch's
+# long Snappy streams on the host's cores, a third batch gains nothing (at Kron-24 on an H100:
+# 0.99 s with 1, 0.91 s with 2, 0.95 s with 3), since the batches' host work is then what they
+# wait for, and costs 4.6 bytes per edge of peak.
+BATCHES_IN_FLIGHT = 2
 
 
 @dataclasses.dataclass
