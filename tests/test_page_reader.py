@@ -164,6 +164,8 @@ def test_long_snappy_streams_read_alike(tmp_path, xp):
     assert got.report["columns"] == {c: {"gpu": 3} for c in ("src", "dst", "weight")}
     on_gpu = xp is not np and nvcomp_usable()
     assert got.report["host_streams"] == ({page_reader.LONG_STREAMS: 3} if on_gpu else {})
+    said = "; decompressed on the host beside the GPU: Snappy pages far longer than their batch's others: 3"
+    assert reader_text(got.report).endswith(said) == on_gpu
 
 
 def test_a_damaged_long_snappy_stream_is_refused_alike(tmp_path, xp):
