@@ -49,6 +49,7 @@ them). Results and errors come in batch order.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import queue
 from concurrent.futures import ThreadPoolExecutor, wait as futures_wait
@@ -255,12 +256,18 @@ class Slot:
     long_streams: np.ndarray | None = None
     pending: list = dataclasses.field(default_factory=list)
 
-    def long_streams_buffer(self, size: int) -> np.ndarray:
-        if self.long_streams is None or self.long_streams.size < size:
+    def grown(self, name: str, size: int) -> np.ndarray:
+        """The first ``size`` bytes of pinned buffer ``name`` (``unpacked`` or ``long_streams``),
+        allocated anew when it is smaller (the batch before on this slot has ended: its copies
+        from the old one are done)."""
+        size = max(size, 1)
+        buffer = getattr(self, name)
+        if buffer is None or buffer.size < size:
             import cupy
 
-            self.long_streams = np.frombuffer(cupy.cuda.alloc_pinned_memory(size), np.uint8, size)
-        return self.long_streams[:size]
+            buffer = np.frombuffer(cupy.cuda.alloc_pinned_memory(size), np.uint8, size)
+            setattr(self, name, buffer)
+        return buffer[:size]
 
 
 @dataclasses.dataclass
@@ -381,7 +388,7 @@ class PageRead:
                                                       [c.num_values for c in wanted])
             if staged.headers.pages.page_type.size:
                 staged.walked = walk_snappy_streams(staged.device, wanted, staged.headers.pages, starts,
-                                                    host=(stored, self.host_pool, slot.long_streams_buffer,
+                                                    host=(stored, self.host_pool, functools.partial(slot.grown, "long_streams"),
                                                           str(units[0].file)))
                 if staged.walked.host is not None:
                     slot.pending += staged.walked.host.futures
@@ -516,11 +523,7 @@ class PageRead:
         if self.host_pool is None or slot is None or total == 0:
             parts = decompress_pages_host(data, chunks, merged, path)
             return (xp.asarray(np.concatenate(parts)) if parts else xp.zeros(0, xp.uint8)), starts
-        if slot.unpacked is None or slot.unpacked.size < total:
-            import cupy
-
-            slot.unpacked = np.frombuffer(cupy.cuda.alloc_pinned_memory(max(total, 1)), np.uint8, max(total, 1))
-        out = slot.unpacked
+        out = slot.grown("unpacked", total)
 
         def fill(pages: np.ndarray) -> None:
             parts = decompress_pages_host(data, chunks, merged, path, select=pages)
@@ -531,7 +534,7 @@ class PageRead:
         cuts = np.searchsorted(starts, np.arange(1, runs) * (total / runs))
         list(self.host_pool.map(fill, [r for r in np.split(np.arange(sizes.size), cuts) if r.size]))
         body = xp.empty(total, dtype=xp.uint8)
-        body.set(out[:total])
+        body.set(out)
         return body, starts
 
     def batch_in_order(self, units, wanted, fallback, stored):
