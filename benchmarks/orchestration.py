@@ -134,9 +134,11 @@ def bare_pipeline(path: str, source_id: int, output: str, backend: str, rss: dic
 
 
 def fresh_run(path: str, source_id: str, output: str, backend: str, reader: str = "auto",
-              writer: str = "auto") -> None:
+              writer: str = "auto", others_bytes: str = "0") -> None:
     """bare_pipeline in this (fresh) process; prints its wall time, stages, peak RSS and GPU
-    memory as one JSON line."""
+    memory as one JSON line. ``others_bytes``: the GPU memory other processes held when it
+    started (the benchmark's own process: its CUDA context and what it keeps outside CuPy's
+    pool), left out of this process's memory outside the pool."""
     peak = GpuPoolPeak() if backend == "cupy" else None
     started = time.perf_counter()
     rss = {"start": peak_rss()}
@@ -149,7 +151,8 @@ def fresh_run(path: str, source_id: str, output: str, backend: str, reader: str 
 
         pool = cupy.get_default_memory_pool().total_bytes()
         free, total = cupy.cuda.runtime.memGetInfo()
-        report.update(gpu_pool_peak_bytes=peak.bytes, gpu_outside_pool_bytes=max(0, total - free - pool))
+        report.update(gpu_pool_peak_bytes=peak.bytes,
+                      gpu_outside_pool_bytes=max(0, total - free - pool - int(others_bytes)))
     print("FRESH " + json.dumps(report), flush=True)
 
 
@@ -335,6 +338,16 @@ def free_device_pool(backend: str) -> None:
         cupy.get_default_memory_pool().free_all_blocks()
 
 
+def device_bytes_in_use(backend: str) -> int:
+    """GPU memory in use by every process (this one's context and pool included): 0 without one."""
+    if backend != "cupy":
+        return 0
+    import cupy
+
+    free, total = cupy.cuda.runtime.memGetInfo()
+    return total - free
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.orchestration", description=__doc__.split("\n")[0])
     p.add_argument("--graph", default="kron:24", help="kron:SCALE | grid:SIDE | parquet:PATH")
@@ -376,11 +389,12 @@ def main(argv=None) -> int:
         bare_seconds = time.perf_counter() - started
         read_by = bare.pop("reader")
         free_device_pool(backend)
+        others = device_bytes_in_use(backend)
         started = time.perf_counter()
         fresh = subprocess.run(
             [sys.executable, "-c", "import sys; from benchmarks.orchestration import fresh_run; fresh_run(*sys.argv[1:])",
-             path, str(source_id), str(out / "bare-fresh"), backend, reader, args.writer], check=True,
-            capture_output=True, text=True)
+             path, str(source_id), str(out / "bare-fresh"), backend, reader, args.writer,
+             str(others)], check=True, capture_output=True, text=True)
         fresh_seconds = time.perf_counter() - started
         report = json.loads(next(line for line in fresh.stdout.splitlines() if line.startswith("FRESH "))[6:])
         record = {
@@ -403,6 +417,8 @@ def main(argv=None) -> int:
             peak = report["gpu_pool_peak_bytes"] + report["gpu_outside_pool_bytes"]
             record.update(gpu_pool_peak_bytes=report["gpu_pool_peak_bytes"],
                           gpu_outside_pool_bytes=report["gpu_outside_pool_bytes"],
+                          # this process's GPU memory beside the fresh run (left out of its figures)
+                          gpu_bytes_of_the_benchmark_process=others,
                           gpu_peak_bytes_per_edge=round(peak / rows, 1))
         if compression in args.flows.split(",") and reader == args.reader.split(",")[0]:
             flows = flow_records(path, source_id, out, backend, args.runner, args.cluster_start == "early", args.repeats)
