@@ -1,7 +1,10 @@
 """Where a page reader read's seconds go, batch by batch (GPU with nvCOMP only):
-`python -m benchmarks.page_reader_timeline PATH --json OUT [--batch-mib 256] [--in-flight 1,3]`.
+`python -m benchmarks.page_reader_timeline PATH --json OUT [--batch-mib 256] [--in-flight 1,3]
+[--switch-interval-ms default,0.5]`.
 
-For each number of batches in flight (page_reader.BATCHES_IN_FLIGHT), the page reader reads
+For each number of batches in flight (page_reader.BATCHES_IN_FLIGHT) and each switch interval
+of the interpreter during the read (sys.setswitchinterval: how long a thread that gave up the
+GIL may wait to take it back while another runs Python), the page reader reads
 PATH three times: a warm-up read, then two with its steps wrapped, each call of a step kept as
 a span (its thread, its batch, when it began and ended by the host's clock). The first traced
 read adds nothing but the clock reads, so the spans show how the batches overlap; the second
@@ -61,14 +64,14 @@ class Trace:
             if name == "PageRead.fetch":  # the batch this thread works on, by its first row group
                 units = args[1]
                 trace.batch.k = f"{os.path.basename(str(units[0].file))}:{units[0].group}"
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             try:
                 return fn(*args, **kwargs)
             finally:
                 if trace.sync:
                     trace.wait()
                 trace.spans.append((name, threading.current_thread().name, trace.batch.__dict__.get("k", -1),
-                                    start - trace.t0, time.perf_counter() - trace.t0))
+                                    start - trace.t0, time.perf_counter() - trace.t0, time.thread_time() - cpu))
         return traced
 
 
@@ -92,17 +95,19 @@ def install(trace: Trace) -> None:
 
 
 def summary(spans) -> dict:
-    by = collections.defaultdict(list)
-    for name, thread, _, start, end in spans:
+    by, cpu = collections.defaultdict(list), collections.defaultdict(float)
+    for name, thread, _, start, end, thread_cpu in spans:
         by[name].append(end - start)
+        cpu[name] += thread_cpu
     return {k: {"calls": len(v), "seconds": round(sum(v), 4), "mean": round(sum(v) / len(v), 5),
-                "longest": round(max(v), 5)} for k, v in sorted(by.items(), key=lambda kv: -sum(kv[1]))}
+                "longest": round(max(v), 5), "cpu_seconds": round(cpu[k], 4)}
+            for k, v in sorted(by.items(), key=lambda kv: -sum(kv[1]))}
 
 
 def batches(spans) -> list:
     """Per batch: its fetch (prefetch thread) and its decoding (process), start and end."""
     out = collections.defaultdict(dict)
-    for name, _, k, start, end in spans:
+    for name, _, k, start, end, _ in spans:
         if name in ("PageRead.fetch", "PageRead.process"):
             out[k][name.split(".")[1]] = [round(start, 4), round(end, 4)]
     return [{"batch": k, **v} for k, v in sorted(out.items(), key=lambda kv: kv[1].get("fetch", [0])[0])]
@@ -113,6 +118,8 @@ def main(argv=None) -> int:
     p.add_argument("path")
     p.add_argument("--batch-mib", type=int, default=256)
     p.add_argument("--in-flight", default="1,2,3,4", help="comma-separated numbers of batches in flight")
+    p.add_argument("--switch-interval-ms", default="default",
+                   help="comma-separated switch intervals during the read, in ms ('default': the interpreter's)")
     p.add_argument("--json", required=True)
     args = p.parse_args(argv)
     import cupy
@@ -127,9 +134,12 @@ def main(argv=None) -> int:
     trace = Trace()
     install(trace)
     record = {"algo": "page-reader-timeline", "file": args.path, "batch_mib": args.batch_mib, "reads": {}}
-    runs = [(f"{n} in flight, {label}", n, sync) for n in map(int, args.in_flight.split(","))
+    intervals = [None if v == "default" else float(v) / 1e3 for v in args.switch_interval_ms.split(",")]
+    runs = [(f"{n} in flight{'' if ms is None else f', switch interval {ms * 1e3:g} ms'}, {label}", n, ms, sync)
+            for n in map(int, args.in_flight.split(",")) for ms in intervals
             for label, sync in (("warm-up", None), ("traced", False), ("traced, each step waited for", True))]
-    for label, in_flight, sync in runs:
+    default_interval = sys.getswitchinterval()
+    for label, in_flight, interval, sync in runs:
         page_reader.BATCHES_IN_FLIGHT = in_flight
         trace.spans, trace.on, trace.sync = [], sync is not None, bool(sync)
         trace.batch = threading.local()
@@ -137,17 +147,24 @@ def main(argv=None) -> int:
         cupy.cuda.Device().synchronize()
         peak.start()
         trace.t0 = started = time.perf_counter()
-        edges = read_edges(plan, xp=cupy, reader="gpu")
-        cupy.cuda.Device().synchronize()
+        cpu = time.process_time()
+        sys.setswitchinterval(default_interval if interval is None else interval)
+        try:
+            edges = read_edges(plan, xp=cupy, reader="gpu")
+            cupy.cuda.Device().synchronize()
+        finally:
+            sys.setswitchinterval(default_interval)
         seconds = time.perf_counter() - started
-        record["reads"][label] = {"seconds": round(seconds, 4), "gpu_pool_peak_bytes_per_edge":
+        record["reads"][label] = {"seconds": round(seconds, 4), "cpu_seconds": round(time.process_time() - cpu, 3),
+                                  "gpu_pool_peak_bytes_per_edge":
                                   round(peak.bytes / edges.rows, 1), "steps": summary(trace.spans),
                                   "batches": batches(trace.spans)}
-        print(f"{label}: {seconds:.3f} s, {len(record['reads'][label]['batches'])} batches, pool peak "
+        print(f"{label}: {seconds:.3f} s (CPU {record['reads'][label]['cpu_seconds']:.2f} s), "
+              f"{len(record['reads'][label]['batches'])} batches, pool peak "
               f"{record['reads'][label]['gpu_pool_peak_bytes_per_edge']} B/edge")
         for k, v in list(record["reads"][label]["steps"].items())[:24 if sync is not None else 0]:
             print(f"  {k:58s} {v['calls']:6d} {v['seconds']:8.4f} s  mean {v['mean'] * 1e3:7.3f} ms  "
-                  f"longest {v['longest'] * 1e3:7.2f} ms")
+                  f"longest {v['longest'] * 1e3:7.2f} ms  CPU {v['cpu_seconds']:7.4f} s")
         del edges
         pool.free_all_blocks()
     record.update({"machine": machine("cupy"), "date": datetime.date.today().isoformat(),
