@@ -173,6 +173,27 @@ def test_pages_are_bounded_and_row_groups_hold_the_rows_asked(tmp_path):
     assert 3 * 10 < header_bytes < 3 * 60
 
 
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+@pytest.mark.parametrize("kind", ["bfs", "forest"])
+def test_a_result_written_in_parts_is_the_file_written_at_once(xp, tmp_path, monkeypatch, compression, kind):
+    """Row groups encoded two at a time, each part's pages written while the next is encoded:
+    the same bytes as all row groups encoded before the first write, and read back alike."""
+    from tasks.parquet.write import page_writer
+
+    arrays = bfs_result(1900, np.int64, True) if kind == "bfs" else forest_result(1900, np.int64, np.float64)
+    columns, table = both_forms(xp, kind, arrays)
+    columns = named(columns, "r.parquet")
+    files = {}
+    for name, part_rows in (("at-once", 1 << 30), ("in-parts", 2 * ROW_GROUP_ROWS)):
+        monkeypatch.setattr(page_writer, "WRITE_PART_ROWS", part_rows)
+        files[name] = tmp_path / f"{name}.parquet"
+        write_columns(columns, files[name], compression, dictionary=dictionary_columns(columns),
+                      row_group_rows=ROW_GROUP_ROWS, page_bytes=PAGE_BYTES)
+    assert pq.ParquetFile(files["in-parts"]).metadata.num_row_groups == 8  # four parts, the last one short
+    assert files["in-parts"].read_bytes() == files["at-once"].read_bytes()
+    check_file(files["in-parts"], named(table, "r.parquet"))
+
+
 @pytest.mark.parametrize("compression", [c for c in COMPRESSIONS if c != "none"])
 def test_pages_compressed_by_several_host_threads_read_back(tmp_path, compression):
     """Every host codec on two threads at once, in a process of its own: a codec shared by the

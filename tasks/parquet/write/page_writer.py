@@ -24,14 +24,16 @@ the same table (tasks.parquet.write.result_files). What it writes:
 Encoding happens on the arrays' backend (kernels/parquet/encode.py); compression with nvCOMP's
 batched encoder (its C API, one call for the file) where the arrays are on a GPU, nvCOMP is
 usable and has an encoder for the codec (Snappy, Zstd, LZ4_RAW), with the CRC32s on the GPU
-too; else with pyarrow's codecs and zlib on the host's cores. Pages come to the host once
-compressed, in one copy, for the file.
+too; else with pyarrow's codecs and zlib on the host's cores. The row groups are encoded in
+parts of ``WRITE_PART_ROWS`` rows: a part's pages come to the host once compressed, in one
+copy, and are written while the next part is encoded.
 """
 from __future__ import annotations
 
 import base64
 import threading
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -64,6 +66,10 @@ ARROW_PHYSICAL_TYPES = {pa.from_numpy_dtype(np.dtype(dtype)): PHYSICAL_TYPES[nam
 PAGE_BYTES = 1 << 20
 PAGE_ROWS = 20_000
 ALIGNMENT = 8
+# Rows encoded and compressed at a time: each part's pages are written to the file on a thread of
+# their own while the next part is encoded and compressed (writing into the page cache took about
+# as long as encoding and compressing on a GPU), at most two parts' pages held at once
+WRITE_PART_ROWS = 4 << 20
 DICTIONARY_PAGE_LIMIT = 1 << 20
 CREATED_BY = b"parquet-graph-pipeline page writer version 0.1.0"
 
@@ -138,12 +144,23 @@ def write_columns(table, path, compression: str, dictionary=(), threads: int = 1
     columns = columns_of(table, xp)
     rows = columns.num_rows
     groups = [(start, min(rows, start + row_group_rows)) for start in range(0, rows, row_group_rows)]
-    chunks = [[_encode_chunk(xp, columns, c, start, stop, columns.schema.field(c).name in dictionary,
-                             page_bytes, page_rows)
-               for c in range(len(columns.schema))] for start, stop in groups]
-    pages = [p for group in chunks for chunk in group for p in chunk.pages]
-    _compress(xp, pages, compression, threads)
-    _write_file(path, columns.schema, rows, chunks, compression)
+    per_part = max(1, WRITE_PART_ROWS // max(1, row_group_rows))
+    with open(path, "wb") as out, ThreadPoolExecutor(1, thread_name_prefix="parquet-page-writer") as writer:
+        out.write(MAGIC)
+        written = []  # per part: the future of its RowGroup entries
+        for k in range(0, len(groups), per_part):
+            chunks = [[_encode_chunk(xp, columns, c, start, stop, columns.schema.field(c).name in dictionary,
+                                     page_bytes, page_rows)
+                       for c in range(len(columns.schema))] for start, stop in groups[k:k + per_part]]
+            _compress(xp, [p for group in chunks for chunk in group for p in chunk.pages], compression, threads)
+            if len(written) > 1:  # two parts' pages held at once; a failed write stops the encoding
+                written[-2].result()
+            written.append(writer.submit(_write_row_groups, out, columns.schema, chunks, compression))
+        row_groups = [group for part in written for group in part.result()]
+        footer = encode_struct(_file_metadata(columns.schema, rows, row_groups))
+        out.write(footer)
+        out.write(len(footer).to_bytes(4, "little"))
+        out.write(MAGIC)
 
 
 def _encode_chunk(xp, columns: ResultColumns, c: int, start: int, stop: int, dictionary: bool,
@@ -285,57 +302,54 @@ def _statistics(chunk: _Chunk) -> list:
     return stats
 
 
-def _write_file(path, schema: pa.Schema, rows: int, chunks: list, compression: str) -> None:
+def _write_row_groups(out, schema: pa.Schema, chunks: list, compression: str) -> list:
+    """The pages of ``chunks`` (row groups of column chunks, compressed) written at the end of
+    ``out``, in order, with their headers; returns a RowGroup entry of the footer per group."""
     names = schema.names
     codec = CODECS[COMPRESSION_CODECS[compression]]
     row_groups = []
-    with open(path, "wb") as out:
-        out.write(MAGIC)
-        position = len(MAGIC)
-        for group in chunks:
-            described, group_start = [], position
-            for chunk in group:
-                first = position
-                uncompressed = compressed = 0
-                data_offset = None
-                for page in chunk.pages:
-                    header = _page_header(page)
-                    if page.header[0][2] == DATA_PAGE and data_offset is None:  # header[0]: its type entry
-                        data_offset = position
-                    out.write(header)
-                    out.write(page.stored)
-                    position += len(header) + len(page.stored)
-                    uncompressed += len(header) + int(page.body.shape[0])
-                    compressed += len(header) + len(page.stored)
-                data_pages = len(chunk.pages) - chunk.dictionary
-                encodings = [PLAIN, RLE, RLE_DICTIONARY] if chunk.dictionary else [RLE, PLAIN]
-                page_stats = ([_page_encoding_stats(DICTIONARY_PAGE, PLAIN, 1),
-                               _page_encoding_stats(DATA_PAGE, RLE_DICTIONARY, data_pages)]
-                              if chunk.dictionary else [_page_encoding_stats(DATA_PAGE, PLAIN, data_pages)])
-                meta = [[ColumnMetaDataField.type, I32, ARROW_PHYSICAL_TYPES[schema.field(chunk.column).type]],
-                        [ColumnMetaDataField.encodings, LIST, (I32, encodings)],
-                        [ColumnMetaDataField.path_in_schema, LIST, (BINARY, [names[chunk.column].encode()])],
-                        [ColumnMetaDataField.codec, I32, codec], [ColumnMetaDataField.num_values, I64, chunk.rows],
-                        [ColumnMetaDataField.total_uncompressed_size, I64, uncompressed],
-                        [ColumnMetaDataField.total_compressed_size, I64, compressed],
-                        [ColumnMetaDataField.data_page_offset, I64, data_offset]]
-                if chunk.dictionary:
-                    meta.append([ColumnMetaDataField.dictionary_page_offset, I64, first])
-                meta += [[ColumnMetaDataField.statistics, STRUCT, _statistics(chunk)],
-                         [ColumnMetaDataField.encoding_stats, LIST, (STRUCT, page_stats)],
-                         [ColumnMetaDataField.size_statistics, STRUCT, _size_statistics(chunk)]]
-                described.append((meta, uncompressed, compressed))
-            row_groups.append([
-                [RowGroupField.columns, LIST, (STRUCT, [[[ColumnChunkField.file_offset, I64, 0],
-                                                         [ColumnChunkField.meta_data, STRUCT, meta]]
-                                                        for meta, _, _ in described])],
-                [RowGroupField.total_byte_size, I64, sum(u for _, u, _ in described)],
-                [RowGroupField.num_rows, I64, group[0].rows], [RowGroupField.file_offset, I64, group_start],
-                [RowGroupField.total_compressed_size, I64, sum(c for _, _, c in described)]])
-        footer = encode_struct(_file_metadata(schema, rows, row_groups))
-        out.write(footer)
-        out.write(len(footer).to_bytes(4, "little"))
-        out.write(MAGIC)
+    position = out.tell()
+    for group in chunks:
+        described, group_start = [], position
+        for chunk in group:
+            first = position
+            uncompressed = compressed = 0
+            data_offset = None
+            for page in chunk.pages:
+                header = _page_header(page)
+                if page.header[0][2] == DATA_PAGE and data_offset is None:  # header[0]: its type entry
+                    data_offset = position
+                out.write(header)
+                out.write(page.stored)
+                position += len(header) + len(page.stored)
+                uncompressed += len(header) + int(page.body.shape[0])
+                compressed += len(header) + len(page.stored)
+            data_pages = len(chunk.pages) - chunk.dictionary
+            encodings = [PLAIN, RLE, RLE_DICTIONARY] if chunk.dictionary else [RLE, PLAIN]
+            page_stats = ([_page_encoding_stats(DICTIONARY_PAGE, PLAIN, 1),
+                           _page_encoding_stats(DATA_PAGE, RLE_DICTIONARY, data_pages)]
+                          if chunk.dictionary else [_page_encoding_stats(DATA_PAGE, PLAIN, data_pages)])
+            meta = [[ColumnMetaDataField.type, I32, ARROW_PHYSICAL_TYPES[schema.field(chunk.column).type]],
+                    [ColumnMetaDataField.encodings, LIST, (I32, encodings)],
+                    [ColumnMetaDataField.path_in_schema, LIST, (BINARY, [names[chunk.column].encode()])],
+                    [ColumnMetaDataField.codec, I32, codec], [ColumnMetaDataField.num_values, I64, chunk.rows],
+                    [ColumnMetaDataField.total_uncompressed_size, I64, uncompressed],
+                    [ColumnMetaDataField.total_compressed_size, I64, compressed],
+                    [ColumnMetaDataField.data_page_offset, I64, data_offset]]
+            if chunk.dictionary:
+                meta.append([ColumnMetaDataField.dictionary_page_offset, I64, first])
+            meta += [[ColumnMetaDataField.statistics, STRUCT, _statistics(chunk)],
+                     [ColumnMetaDataField.encoding_stats, LIST, (STRUCT, page_stats)],
+                     [ColumnMetaDataField.size_statistics, STRUCT, _size_statistics(chunk)]]
+            described.append((meta, uncompressed, compressed))
+        row_groups.append([
+            [RowGroupField.columns, LIST, (STRUCT, [[[ColumnChunkField.file_offset, I64, 0],
+                                                     [ColumnChunkField.meta_data, STRUCT, meta]]
+                                                    for meta, _, _ in described])],
+            [RowGroupField.total_byte_size, I64, sum(u for _, u, _ in described)],
+            [RowGroupField.num_rows, I64, group[0].rows], [RowGroupField.file_offset, I64, group_start],
+            [RowGroupField.total_compressed_size, I64, sum(c for _, _, c in described)]])
+    return row_groups
 
 
 def _page_encoding_stats(page_type: int, encoding: int, count: int) -> list:
