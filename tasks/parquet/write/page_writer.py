@@ -67,8 +67,9 @@ PAGE_BYTES = 1 << 20
 PAGE_ROWS = 20_000
 ALIGNMENT = 8
 # Rows encoded and compressed at a time: each part's pages are written to the file on a thread of
-# their own while the next part is encoded and compressed (writing into the page cache took about
-# as long as encoding and compressing on a GPU), at most two parts' pages held at once
+# their own while the next part is encoded and compressed, and at most two parts' pages are held
+# at once (on a GPU: their bodies and compressed streams), not the whole file's. (At Kron-24 on
+# an H100 the bare run's write stage was no faster for it, within its spread from run to run.)
 WRITE_PART_ROWS = 4 << 20
 DICTIONARY_PAGE_LIMIT = 1 << 20
 CREATED_BY = b"parquet-graph-pipeline page writer version 0.1.0"
