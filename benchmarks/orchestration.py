@@ -54,7 +54,7 @@ from kernels.bfs import bfs
 from kernels.graph import build_graph
 from kernels.msf import minimum_spanning_forest
 from kernels.verify import verify_bfs, verify_forest
-from tasks.graph_tasks import prepare_input
+from tasks.prepare import prepare_input
 from tasks.parquet.dataset.plan import plan_input
 from tasks.parquet.write.results import BFS_RESULT_NAME, FOREST_RESULT_NAME
 from tasks.parquet.write.tables import (dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table,

@@ -23,15 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 from prefect import Task, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from kernels import backend as be
 from kernels.bfs import BFSResult, bfs
-from kernels.structures import UNIT_WEIGHT
-from kernels.graph import EdgeList, Graph, build_graph, edge_list, renumber
+from kernels.graph import EdgeList, Graph, build_graph
 from kernels.msf import MSFResult, minimum_spanning_forest
 from kernels.verify import verify_bfs, verify_forest
 from tasks import artifacts, stopping
@@ -39,50 +37,23 @@ from tasks.artifacts import Progress
 from tasks.errors import InputError, OutputError
 from tasks.forest_weight import KRUSKAL_LIMIT, kruskal_check, reported_total
 from tasks.lineage import materializing
-from tasks.memory import check_device_memory, check_host_memory, device_memory_guard
+from tasks.memory import device_memory_guard
 from tasks.parquet.dataset.plan import InputPlan
 from tasks.parquet.store.locations import absolute
 from tasks.parquet.publish.publish import publish_results
-from tasks.parquet.read.reader import read_edges
-from tasks.parquet.write.results import (
-    DEFAULT_COMPRESSION, FOREST_COLUMNS, forest_columns,
-)
+from tasks.parquet.write.results import DEFAULT_COMPRESSION
 from tasks.parquet.write.tables import (
     dense_bfs_columns, dense_bfs_table, dense_forest_columns, dense_forest_table, vertex_names,
 )
 from tasks.parquet.write.result_files import ResultWriter
 from tasks.pickling import pickle_by_reference
+from tasks.prepare import PreparedEdges, prepare_input
 from tasks.report import (
     RunSummary, TaskRunName, artifact_key, bfs_levels_markdown, count, direction_summary, filter_text,
     msf_rounds_markdown, reader_text, search_label,
 )
 from tasks.sources import dense_sources
 from tasks.summary import summarize
-
-
-@dataclass
-class PreparedEdges:
-    """The input as the kernels take it (dense ids on the compute backend; edge e is input row
-    e) and what maps results back to the input's own ids."""
-
-    edges: EdgeList
-    ids: np.ndarray  # host: dense vertex -> original id (or code into names)
-    names: pa.Array | None  # string ids: code -> name
-    path: str
-    skipped: list[str]  # files of a dataset directory that are not Parquet
-    backend: str
-    device: str
-    self_loops: int
-    read_seconds: float
-    renumber_seconds: float
-    unit_weights: bool = False  # an unweighted input's forest: every edge weighs 1 (UNIT_WEIGHT)
-    selection: dict | None = None  # what a filter kept (the filter keys of RunSummary)
-    reader: dict | None = None  # which Parquet reader decoded what (tasks.parquet.read.host_reader)
-    columns: tuple[str, str, str] = FOREST_COLUMNS  # the forest's column names (results.forest_columns)
-
-    @property
-    def rows(self) -> int:
-        return self.edges.m
 
 
 @dataclass
@@ -113,45 +84,6 @@ def _timed(xp, fn, *args, **kwargs) -> Timed:
     out = fn(*args, **kwargs)
     be.synchronize(xp)
     return Timed(out, time.perf_counter() - start)
-
-
-def prepare_input(plan: InputPlan, backend: str | None, algorithms=("bfs", "msf"), directed: bool = False,
-                  reader: str = "auto") -> PreparedEdges:
-    """Read and check the planned Parquet edge list (with a filter, the rows it keeps) straight
-    into the compute backend's memory, then renumber its ids densely there. A run that cannot
-    fit is refused by the plan's figures, before any upload."""
-    path = plan.path
-    backend = be.resolve(backend)
-    xp = be.module(backend)
-
-    def check_memory(rows, vertices, weight_dtype):
-        if backend == "cupy":
-            check_device_memory(path, rows, vertices, weight_dtype, algorithms, directed)
-        else:
-            check_host_memory(path, rows, algorithms)
-
-    start = time.perf_counter()
-    with device_memory_guard(path):
-        table = read_edges(plan, xp=xp, before_reading=check_memory, reader=reader)
-        be.synchronize(xp)
-        read_seconds = time.perf_counter() - start
-        start = time.perf_counter()
-        try:
-            src, dst, ids = renumber(table.src, table.dst)
-        except ValueError as exc:
-            raise InputError(f"{path}: {exc}") from None
-        names, weight, skipped = table.names, table.weight, table.skipped
-        selection, report = table.selection, table.report
-        unit_weights = weight is None and "msf" in algorithms
-        if unit_weights:
-            weight = be.full(xp, table.rows, 1, UNIT_WEIGHT)
-        del table  # the input's own ids go once renumbered: nothing holds the edge list twice
-        edges = edge_list(src, dst, weight, int(ids.shape[0]))
-        del src, dst
-        be.synchronize(xp)
-    return PreparedEdges(edges, be.to_host(ids), names, path, skipped, backend, be.device_name(backend),
-                         edges.self_loops(), read_seconds, time.perf_counter() - start, unit_weights, selection,
-                         report, forest_columns(plan.src_col, plan.dst_col, plan.weight_col))
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_io, cache_policy=NO_CACHE, persist_result=False,

@@ -12,7 +12,7 @@ from tasks.parquet.read.checks import integer_vertex_id
 def dense_sources(prepared, sources: list) -> np.ndarray:
     """Dense vertex numbers of the user's source ids (host int64, in the user's order); every
     one must be a vertex of the graph. ``prepared``: the renumbered input
-    (tasks.graph_tasks.PreparedEdges: ``ids`` dense vertex -> id, or code into ``names`` for
+    (tasks.prepare.PreparedEdges: ``ids`` dense vertex -> id, or code into ``names`` for
     string ids; ``path`` names the input in errors, ``selection`` the filter, if any)."""
     ids, names, path = prepared.ids, prepared.names, prepared.path
     if not sources:

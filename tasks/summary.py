@@ -14,7 +14,7 @@ def summarize(p, graph, searches: list, forest, checks: list, outputs: list[str]
     """The run's figures, small enough to return to the flow: sizes, per source set the vertices
     reached and the farthest one's distance (both counted on the distances written), GTEPS (Graph500: input edges inside the searched component, per second), the forest's
     size and weight, Boruvka rounds and edges/s, and the seconds of every stage. ``p``: the
-    input (tasks.graph_tasks.PreparedEdges); ``graph``, ``searches``, ``forest``, ``checks``:
+    input (tasks.prepare.PreparedEdges); ``graph``, ``searches``, ``forest``, ``checks``:
     the tasks' products (tasks.graph_tasks.Timed: a CSR, Searches, an MSFResult, reports)."""
     figures: dict = {}
     seconds = {"load": p.read_seconds, "prepare": p.renumber_seconds}

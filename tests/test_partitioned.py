@@ -297,7 +297,7 @@ def test_a_ranks_own_error_is_reported_when_it_settles_while_its_peers_errors_ar
 
 def one_partition_tables(path: Path, sources: list[str]) -> dict:
     """What a one-partition run writes, from the same reader and kernels (tasks.graph_tasks)."""
-    from tasks.graph_tasks import prepare_input
+    from tasks.prepare import prepare_input
     from tasks.sources import dense_sources
     from tasks.parquet.write.tables import dense_bfs_table, dense_forest_table, vertex_names
 
