@@ -10,7 +10,7 @@ written at once), then:
   Parquet I/O called directly (no Prefect, no Dask), warm (in this process, after one untimed
   run that compiles the CUDA kernels into CuPy's on-disk cache) and in a fresh process, which
   also reports its peak RSS and its GPU memory (CuPy pool's peak plus what the device shows in
-  use beyond it: the CUDA context, the module);
+  use beyond it and beyond this benchmark's own process: the CUDA context, the module);
 - flow (input compressions named by --flows): `pipeline_flow` on a cluster it starts itself,
   its workers starting while the flow run is created (what a CLI run without --dask-address
   does; --cluster-start first-task starts them at the run's first task instead), and on a

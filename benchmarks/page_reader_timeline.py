@@ -45,7 +45,8 @@ STEPS = [
 
 
 class Trace:
-    """Spans of the wrapped steps: (step, thread, batch, start, end); ``sync``: each span ends
+    """Spans of the wrapped steps: (step, thread, batch, start, end, the thread's CPU seconds in
+    it); ``sync``: each span ends
     after the calling thread's current CUDA stream is idle."""
 
     def __init__(self):

@@ -7,6 +7,7 @@ run, started whole). Below them, without Prefect:
 - ``lineage``: a run's results as Prefect assets;
 - ``partitioned/``: the partitioned driver, the rank program and the communicators (TCP, NCCL);
 - ``cluster``: the Dask cluster of this machine;
+- ``prepare``: the input read and renumbered (the load task's work, the bare recipe's first step);
 - ``memory``: memory admission (a graph refused before it is uploaded or decoded);
 - ``sources``: a one-partition run's BFS sources as dense vertex numbers;
 - ``summary``: a one-partition run's summary, from its tasks' products;

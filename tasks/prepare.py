@@ -47,7 +47,6 @@ class PreparedEdges:
         return self.edges.m
 
 
-
 def prepare_input(plan: InputPlan, backend: str | None, algorithms=("bfs", "msf"), directed: bool = False,
                   reader: str = "auto") -> PreparedEdges:
     """Read and check the planned Parquet edge list (with a filter, the rows it keeps) straight

@@ -22,7 +22,7 @@ the same table (tasks.parquet.write.result_files). What it writes:
   the same types back) and the column orders, encoded by kernels.parquet.thrift.
 
 Encoding happens on the arrays' backend (kernels/parquet/encode.py); compression with nvCOMP's
-batched encoder (its C API, one call for the file) where the arrays are on a GPU, nvCOMP is
+batched encoder (its C API, one call per part of the file) where the arrays are on a GPU, nvCOMP is
 usable and has an encoder for the codec (Snappy, Zstd, LZ4_RAW), with the CRC32s on the GPU
 too; else with pyarrow's codecs and zlib on the host's cores. The row groups are encoded in
 parts of ``WRITE_PART_ROWS`` rows: a part's pages come to the host once compressed, in one
@@ -98,10 +98,11 @@ def compressor(xp, compression: str) -> str:
 
 @dataclass
 class _Page:
-    body: object  # uint8 array of the backend: the uncompressed page
+    body: object  # uint8 array of the backend: the uncompressed page (None once compressed)
     header: list  # the PageHeader's fields but sizes and CRC
     stored: bytes = b""
     crc: int = 0
+    size: int = 0  # the uncompressed page's bytes, kept once ``body`` is dropped
 
 
 @dataclass
@@ -149,15 +150,26 @@ def write_columns(table, path, compression: str, dictionary=(), threads: int = 1
     with open(path, "wb") as out, ThreadPoolExecutor(1, thread_name_prefix="parquet-page-writer") as writer:
         out.write(MAGIC)
         written = []  # per part: the future of its RowGroup entries
-        for k in range(0, len(groups), per_part):
-            chunks = [[_encode_chunk(xp, columns, c, start, stop, columns.schema.field(c).name in dictionary,
-                                     page_bytes, page_rows)
-                       for c in range(len(columns.schema))] for start, stop in groups[k:k + per_part]]
-            _compress(xp, [p for group in chunks for chunk in group for p in chunk.pages], compression, threads)
-            if len(written) > 1:  # two parts' pages held at once; a failed write stops the encoding
-                written[-2].result()
-            written.append(writer.submit(_write_row_groups, out, columns.schema, chunks, compression))
-        row_groups = [group for part in written for group in part.result()]
+        try:
+            for k in range(0, len(groups), per_part):
+                # the part before the last written first (two parts' pages held at once: the one
+                # being written, the one being encoded); a failed write stops the encoding
+                if len(written) > 1:
+                    written[-2].result()
+                if written and written[-1].done():
+                    written[-1].result()
+                chunks = [[_encode_chunk(xp, columns, c, start, stop, columns.schema.field(c).name in dictionary,
+                                         page_bytes, page_rows)
+                           for c in range(len(columns.schema))] for start, stop in groups[k:k + per_part]]
+                pages = [p for group in chunks for chunk in group for p in chunk.pages]
+                _compress(xp, pages, compression, threads)
+                for page in pages:  # the stored bytes are on the host now; only the size is kept
+                    page.size, page.body = int(page.body.shape[0]), None
+                written.append(writer.submit(_write_row_groups, out, columns.schema, chunks, compression))
+            row_groups = [group for part in written for group in part.result()]
+        except BaseException:
+            writer.shutdown(cancel_futures=True)  # the parts not yet written are dropped
+            raise
         footer = encode_struct(_file_metadata(columns.schema, rows, row_groups))
         out.write(footer)
         out.write(len(footer).to_bytes(4, "little"))
@@ -257,7 +269,7 @@ def _compress_host(xp, pages: list, compression: str, threads: int) -> None:
 
 
 def _compress_nvcomp(pages: list, compression: str) -> None:
-    """Every page of the file compressed by one call of nvCOMP's batched encoder (its C API,
+    """The pages (a part of the file) compressed by one call of nvCOMP's batched encoder (its C API,
     tasks.parquet.codec.nvcomp_c, given the pages' device addresses), the streams packed back to back
     on the GPU, their CRC32s computed there, then one copy of the streams to pinned host memory."""
     import cupy
@@ -287,7 +299,7 @@ def _compress_nvcomp(pages: list, compression: str) -> None:
 def _page_header(page: _Page) -> bytes:
     signed = page.crc - (1 << 32) if page.crc >= 1 << 31 else page.crc  # the header's crc is an i32
     head = page.header
-    return encode_struct([head[0], [PageHeaderField.uncompressed_page_size, I32, int(page.body.shape[0])],
+    return encode_struct([head[0], [PageHeaderField.uncompressed_page_size, I32, page.size],
                           [PageHeaderField.compressed_page_size, I32, len(page.stored)],
                           [PageHeaderField.crc, I32, signed], *head[1:]])
 
@@ -323,7 +335,7 @@ def _write_row_groups(out, schema: pa.Schema, chunks: list, compression: str) ->
                 out.write(header)
                 out.write(page.stored)
                 position += len(header) + len(page.stored)
-                uncompressed += len(header) + int(page.body.shape[0])
+                uncompressed += len(header) + page.size
                 compressed += len(header) + len(page.stored)
             data_pages = len(chunk.pages) - chunk.dictionary
             encodings = [PLAIN, RLE, RLE_DICTIONARY] if chunk.dictionary else [RLE, PLAIN]
