@@ -150,9 +150,8 @@ def fresh_run(path: str, source_id: str, output: str, backend: str, reader: str 
         import cupy
 
         pool = cupy.get_default_memory_pool().total_bytes()
-        free, total = cupy.cuda.runtime.memGetInfo()
         report.update(gpu_pool_peak_bytes=peak.bytes,
-                      gpu_outside_pool_bytes=max(0, total - free - pool - int(others_bytes)))
+                      gpu_outside_pool_bytes=max(0, device_bytes_in_use(backend) - pool - int(others_bytes)))
     print("FRESH " + json.dumps(report), flush=True)
 
 
