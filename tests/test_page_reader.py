@@ -202,6 +202,44 @@ def test_batches_in_flight_read_alike(tmp_path, xp, monkeypatch):
     assert got.report["columns"] == {c: {"gpu": 12} for c in ("src", "dst", "weight")}
 
 
+@pytest.mark.parametrize("weights", ["plain", "dictionary", "byte_stream_split", "float32", "int64"])
+def test_values_written_in_place_read_alike(tmp_path, xp, monkeypatch, weights):
+    """Int64 ids and float64 weights of whole row groups are written by the batched steps where
+    they stay in the edge list (PLAIN and dictionary pages); beside them a column the batched
+    steps leave to the page decoder (BYTE_STREAM_SPLIT) or one that needs more than a copy
+    (float32 weights widened, integer weights checked for exactness) is stored as before. Six row
+    groups in batches of two, a second file: both readers give the same arrays."""
+    monkeypatch.setattr(page_reader, "BATCH_BYTES", 2 * 500 * 24)
+    rng = np.random.default_rng(12)
+    n = 3000
+    options = dict(row_group_size=500, use_dictionary=weights == "dictionary")
+    if weights == "byte_stream_split":
+        options.update(column_encoding={"src": "PLAIN", "dst": "PLAIN", "weight": "BYTE_STREAM_SPLIT"})
+    values = {"plain": rng.random(n), "dictionary": rng.integers(0, 9, n) / 4, "byte_stream_split": rng.random(n),
+              "float32": rng.random(n).astype(np.float32), "int64": rng.integers(-2**53, 2**53, n)}[weights]
+    for k in range(2):
+        write_edges(tmp_path / f"part-{k}.parquet", pa.array(rng.integers(0, 2**40, n)), pa.array(rng.integers(0, 99, n)),
+                    pa.array(values), **options)
+    got = read_alike(tmp_path, xp)
+    assert got.report["columns"] == {c: {"gpu": 12} for c in ("src", "dst", "weight")}
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_nonfinite_weight_in_a_batch_written_in_place_is_named_by_its_row(tmp_path, xp, monkeypatch, bad):
+    """Four row groups in one batch, their values written in place: the first non-finite
+    weight (row group 2; another in row group 3) is named by its row, as the host reader names
+    it."""
+    monkeypatch.setattr(page_reader, "BATCH_BYTES", 1 << 20)
+    rng = np.random.default_rng(13)
+    n = 2000
+    weight = rng.random(n)
+    weight[1234], weight[1777] = bad, np.nan
+    path = write_edges(tmp_path / "g.parquet", pa.array(rng.integers(0, 2**40, n)), pa.array(rng.integers(0, 99, n)),
+                       pa.array(weight), row_group_size=500)
+    got = outcome(lambda: read_alike(path, xp))
+    assert isinstance(got, InputError) and "at row 1234;" in str(got)
+
+
 def test_batches_in_flight_raise_the_first_damaged_batchs_error(tmp_path, xp, monkeypatch):
     """Row groups 2 and 4 damaged (one value byte each, under a CRC32): the error names row
     group 2, as the host reader's does, though row groups 3 and 4 are read beside it."""

@@ -8,7 +8,9 @@ page's uncompressed bytes, and host NumPy arrays per page (its chunk, where its 
 in bytes, maximum definition level). Output: per chunk its values as raw bits, one per row
 (``uint32`` for 4-byte types, ``uint64`` for 8-byte ones: the caller views them as the physical
 type), or None with the reason the page-by-page decoder (kernels/parquet/decode.py) must take
-that chunk instead.
+that chunk instead. A chunk's values go to an array of the batch's own unless the caller gives
+it a place (``into``): a raw view of the caller's array and a first row there, such as the edge
+list's column being filled, so the values are written once, where they stay.
 
 The batched steps take what pyarrow, Spark, DuckDB and Polars write for flat fixed-width
 columns without nulls: PLAIN pages, a dictionary page with RLE_DICTIONARY or PLAIN_DICTIONARY
@@ -55,6 +57,24 @@ class BatchPages:
     max_definition_level: np.ndarray  # per chunk: 0 or 1
 
 
+@dataclass
+class Places:
+    """Where pages' values go: page i's first value to ``arrays[which[i]][row[i]]`` (the arrays
+    of one raw dtype; ``which`` and ``row`` host int64 arrays, one entry per page)."""
+
+    arrays: list
+    which: np.ndarray
+    row: np.ndarray
+
+    @staticmethod
+    def one(array, row) -> Places:
+        row = np.asarray(row, np.int64)
+        return Places([array], np.zeros(row.shape[0], np.int64), row)
+
+    def __getitem__(self, pages) -> Places:
+        return Places(self.arrays, self.which[pages], self.row[pages])
+
+
 def unsupported(pages: BatchPages) -> list:
     """Per chunk: why its pages are outside the batched steps (a text), or None."""
     chunks = pages.itemsize.shape[0]
@@ -88,35 +108,55 @@ def unsupported(pages: BatchPages) -> list:
     return reasons
 
 
-def decode_pages(xp, pages: BatchPages) -> list:
-    """Per chunk: (raw values, None) decoded here, or (None, reason) for the reference."""
+def decode_pages(xp, pages: BatchPages, into=None) -> list:
+    """Per chunk: (raw values, None) decoded here, or (None, reason) for the reference.
+    ``into``: per chunk None or (array, row, rows): its values go to ``array[row:row + rows]``
+    (a raw view, ``RAW`` of the chunk's width), which they must fill exactly; a chunk whose pages
+    count other than ``rows`` values goes to the reference untouched. The values returned for
+    such a chunk are that slice."""
     steps = _steps(xp)
     chunks = pages.itemsize.shape[0]
+    into = [None] * chunks if into is None else list(into)
     reasons = unsupported(pages)
-    taken = np.array([r is None for r in reasons], dtype=bool)
     headers = pages.headers
     kind, chunk = headers.page_type, headers.chunk
-    data = np.flatnonzero(taken[chunk] & ((kind == DATA_PAGE) | (kind == DATA_PAGE_V2)))
+    is_data = (kind == DATA_PAGE) | (kind == DATA_PAGE_V2)
+    rows = np.zeros(chunks, np.int64)
+    np.add.at(rows, chunk[is_data], headers.num_values[is_data])
+    for c, place in enumerate(into):
+        if place is not None and reasons[c] is None and rows[c] != place[2]:
+            reasons[c] = "values counted other than its rows"
+    taken = np.array([r is None for r in reasons], dtype=bool)
+    data = np.flatnonzero(taken[chunk] & is_data)
     dicts = np.flatnonzero(taken[chunk] & (kind == DICTIONARY_PAGE))
 
-    # where each chunk's rows and dictionary go: one output array per value width, chunks in order
-    rows = np.zeros(chunks, np.int64)
-    np.add.at(rows, chunk[data], headers.num_values[data])
+    # where each chunk's rows and dictionary go: its value width's array of the batch's own
+    # (chunks in order), or the caller's place
     entries = np.zeros(chunks, np.int64)
     np.add.at(entries, chunk[dicts], headers.num_values[dicts])
-    out, out_at, dictionary, dictionary_at = {}, np.zeros(chunks, np.int64), {}, np.zeros(chunks, np.int64)
+    given = np.array([p is not None for p in into], dtype=bool)
+    targets, target_of, out_at = [], np.zeros(chunks, np.int64), np.zeros(chunks, np.int64)
+    dictionary, dictionary_at = {}, np.zeros(chunks, np.int64)
     for size, raw in RAW.items():
-        mine = np.flatnonzero(taken & (pages.itemsize == size))
+        mine = np.flatnonzero(taken & (pages.itemsize == size) & ~given)
         out_at[mine] = np.cumsum(rows[mine]) - rows[mine]
+        target_of[mine] = len(targets)
+        targets.append(xp.empty(int(rows[mine].sum()), dtype=raw))
+        mine = np.flatnonzero(taken & (pages.itemsize == size))
         dictionary_at[mine] = np.cumsum(entries[mine]) - entries[mine]
-        out[size] = xp.empty(int(rows[mine].sum()), dtype=raw)
         dictionary[size] = xp.empty(int(entries[mine].sum()), dtype=raw)
+    for c in np.flatnonzero(taken & given).tolist():
+        array, out_at[c], _ = into[c]
+        if array.dtype != RAW[int(pages.itemsize[c])]:
+            raise ValueError(f"chunk {c}'s place holds {array.dtype}, not its raw {np.dtype(RAW[int(pages.itemsize[c])])}")
+        target_of[c] = len(targets)
+        targets.append(array)
     # a data page's first row within its chunk: the rows of the chunk's data pages before it
     n = headers.num_values[data]
     before = np.cumsum(n) - n
     first_of_chunk = np.r_[True, chunk[data][1:] != chunk[data][:-1]] if data.size else np.zeros(0, bool)
     page_row = before - before[first_of_chunk][np.cumsum(first_of_chunk) - 1]
-    dst = out_at[chunk[data]] + page_row
+    places = Places(targets, target_of[chunk[data]], out_at[chunk[data]] + page_row)
     size = pages.itemsize[chunk[data]]
 
     values_at, present, status = steps.page_levels(
@@ -131,10 +171,11 @@ def decode_pages(xp, pages: BatchPages) -> list:
 
     for width in RAW:
         page = plain & (status == 0) & (size == width)
-        steps.plain_copy(pages.body, values_at[page], out[width], dst[page], n[page], width)
+        steps.plain_copy(pages.body, values_at[page], places[page], n[page], width)
         page = pages.itemsize[chunk[dicts]] == width
-        steps.plain_copy(pages.body, pages.body_start[dicts][page], dictionary[width],
-                         dictionary_at[chunk[dicts]][page], headers.num_values[dicts][page], width)
+        steps.plain_copy(pages.body, pages.body_start[dicts][page],
+                         Places.one(dictionary[width], dictionary_at[chunk[dicts]][page]),
+                         headers.num_values[dicts][page], width)
 
     indexed = np.flatnonzero(~plain & (status == 0))
     if indexed.size:
@@ -146,7 +187,7 @@ def decode_pages(xp, pages: BatchPages) -> list:
                 continue
             found = steps.dictionary_pages(pages.body, values_at[indexed][mine], values_end[indexed][mine],
                                            n[indexed][mine], entries_of[mine], dictionary[width],
-                                           dictionary_at[chunk[at]][mine], out[width], dst[indexed][mine], width)
+                                           dictionary_at[chunk[at]][mine], places[indexed[mine]], width)
             status[indexed[mine]] = found
     failed = np.zeros(chunks, dtype=bool)
     failed[chunk[data][status != 0]] = True
@@ -157,7 +198,7 @@ def decode_pages(xp, pages: BatchPages) -> list:
         elif failed[c]:
             results.append((None, "nulls or a page the reference names"))
         else:
-            results.append((out[int(pages.itemsize[c])][out_at[c]:out_at[c] + rows[c]], None))
+            results.append((targets[target_of[c]][out_at[c]:out_at[c] + rows[c]], None))
     return results
 
 
@@ -206,15 +247,15 @@ class HostSteps:
         return values_at, present, status
 
     @staticmethod
-    def plain_copy(body, src_at, out, dst, counts, width) -> None:
+    def plain_copy(body, src_at, places: Places, counts, width) -> None:
         raw = RAW[width]
-        for s, d, n in zip(src_at, dst, counts):
-            out[d:d + n] = body[s:s + n * width].view(raw)
+        for s, t, d, n in zip(src_at, places.which, places.row, counts):
+            places.arrays[t][d:d + n] = body[s:s + n * width].view(raw)
 
     @staticmethod
-    def dictionary_pages(body, values_at, values_end, counts, dictionary_size, dictionary, dictionary_at, out, dst,
-                         width) -> np.ndarray:
-        """Dictionary-encoded pages' values written to their rows; status per page."""
+    def dictionary_pages(body, values_at, values_end, counts, dictionary_size, dictionary, dictionary_at,
+                         places: Places, width) -> np.ndarray:
+        """Dictionary-encoded pages' values written to their places; status per page."""
         status = np.zeros(values_at.shape[0], np.int32)
         for i in range(values_at.shape[0]):
             runs = dictionary_run_table(body, int(values_at[i]), int(values_end[i]), int(counts[i]),
@@ -234,7 +275,8 @@ class HostSteps:
                 status[i] = PAGE_BAD_INDEX
                 continue
             values = dictionary[dictionary_at[i]:dictionary_at[i] + dictionary_size[i]]
-            out[dst[i]:dst[i] + counts[i]] = values[index.astype(np.int64)]
+            row = places.row[i]
+            places.arrays[places.which[i]][row:row + counts[i]] = values[index.astype(np.int64)]
         return status
 
 

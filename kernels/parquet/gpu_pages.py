@@ -46,24 +46,31 @@ def _addresses(array, index, width):
     return array.data.ptr + np.asarray(index, dtype=np.int64).astype(np.uint64) * np.uint64(width), np.uint64
 
 
-def plain_copy(body, src_at, out, dst, counts, width) -> None:
-    """Page i's counts[i] values of ``width`` bytes, from body byte src_at[i] to out[dst[i]:]."""
+def _place_addresses(places, width):
+    """Device addresses of each page's first value (kernels.parquet.batch.Places), a host column."""
+    bases = np.array([a.data.ptr for a in places.arrays], np.uint64)
+    return bases[places.which] + places.row.astype(np.uint64) * np.uint64(width), np.uint64
+
+
+def plain_copy(body, src_at, places, counts, width) -> None:
+    """Page i's counts[i] values of ``width`` bytes, from body byte src_at[i] to its place
+    (kernels.parquet.batch.Places)."""
     pages = src_at.shape[0]
     if not pages:
         return
     blocks = min(pages, 1 << 20)
-    d_src_at, d_dst, d_counts = _up(src_at, _addresses(out, dst, width), counts)
+    d_src_at, d_dst, d_counts = _up(src_at, _place_addresses(places, width), counts)
     gpu.kernel(template("plain_copy", VALUE_TYPES[width]))(
         (blocks,), (PAGE_BLOCK,), (body, d_src_at, d_dst, d_counts, np.int64(pages)))
 
 
-def dictionary_pages(body, values_at, values_end, counts, dictionary_size, dictionary, dictionary_at, out, dst,
+def dictionary_pages(body, values_at, values_end, counts, dictionary_size, dictionary, dictionary_at, places,
                      width) -> np.ndarray:
-    """Dictionary-encoded pages' values written to their rows; status per page (host)."""
+    """Dictionary-encoded pages' values written to their places; status per page (host)."""
     pages = values_at.shape[0]
     d_values_at, d_values_end, d_counts, d_dictionary_size, d_dictionary, d_out = _up(
         values_at, values_end, counts, dictionary_size, _addresses(dictionary, dictionary_at, width),
-        _addresses(out, dst, width))
+        _place_addresses(places, width))
     args = (body, d_values_at, d_values_end, d_counts, d_dictionary_size, np.int64(pages))
     runs = cp.empty(pages, dtype=cp.int64)
     width_of = cp.empty(pages, dtype=cp.int32)

@@ -66,7 +66,8 @@ from kernels.parquet.headers import PageTable
 from tasks.errors import InputError
 from tasks.parquet.arrays import numpy_dtype
 from kernels.parquet import gpu_headers
-from kernels.parquet.batch import decode_pages
+from kernels.backend import count_nonfinite
+from kernels.parquet.batch import RAW, decode_pages
 from tasks.parquet.codec.decompress import (HOST_CODECS, check_page_crcs, decompress_pages_host, decompress_pages_nvcomp,
                                             nvcomp_usable, walk_snappy_streams)
 from tasks.parquet.read.assembly import Assembly, Rows, count_chunks, new_report, run_in_order
@@ -472,19 +473,61 @@ class PageRead:
             groups = [trusted, [c for c in pages if c not in vouched]]
             if groups[1]:
                 notes["host_decompressed"][UNVERIFIED] = len(groups[1])
-        decoded = {}
+        decoded, into = {}, self.places_in_destination(units, list(pages), fallback)
         for group, on_gpu in zip(groups, (self.nvcomp, False)):
             if group:
                 self.decode_group(units[0].file, group, pages, stored, staged if on_gpu else None, decoded, notes,
-                                  slot)
+                                  slot, into)
+        if into and len(into) == len(wanted) and not notes["page_decoded"]:
+            # every chunk's values were written in place: the batch's checks at once
+            return self.check_in_place(units), [(c, "gpu", None) for _ in units for c in self.plan.footers.columns], \
+                notes
         per_unit, counts = self.store_units(units, fallback, lambda unit, chunk: decoded[chunk])
         return per_unit, counts, notes
 
-    def decode_group(self, file, chunks, pages, stored, on_gpu, decoded: dict, notes: dict, slot: Slot | None) -> None:
+    def places_in_destination(self, units, chunks, fallback) -> dict:
+        """chunk -> (raw view of its column's array in the edge list, its first row there, its
+        rows): the chunks whose values the batched steps may write where they stay, because
+        storing them would only copy them (kernels.parquet.batch.decode_pages' ``into``). None
+        where any unit needs more than a copy: a filter's rows, rows cut at the read's ends, a
+        column left to the host reader, string ids, uint64 ids beside signed ones; per column,
+        only a physical type that is the destination's dtype and the logical type too (int64 ids
+        from INT64, float64 weights from DOUBLE)."""
+        assembly, footers = self.assembly, self.plan.footers
+        if footers.strings or footers.mixed_signs or fallback or any(
+                u.keep is not None or u.start < assembly.start or u.start + u.rows > assembly.stop for u in units):
+            return {}
+        names = {self.plan.src_col: "src", self.plan.dst_col: "dst"}
+        if self.plan.weight_col:
+            names[self.plan.weight_col] = "weight"
+        types, by_group = self.layouts[units[0].file].types, {u.group: u for u in units}
+        into = {}
+        for chunk in chunks:
+            dest = assembly.dest[names[chunk.name]]
+            physical = np.dtype(PHYSICAL_DTYPES[chunk.physical_type])
+            if physical == dest.dtype == numpy_dtype(types[chunk.name]):
+                unit = by_group[chunk.row_group]
+                into[chunk] = (dest.view(RAW[physical.itemsize]), unit.start - assembly.start, unit.rows)
+        return into
+
+    def check_in_place(self, units) -> list:
+        """The checks of units whose every column the batched steps wrote in place (so without a
+        null): the weights finite, over the batch's rows at once; a NaN or infinity raises, and
+        the batch is read again in row order, which names it. Returns what ``check_and_store``
+        returns per unit of such a plan (no Signs: ``places_in_destination``)."""
+        if self.plan.weight_col and self.assembly.dest["weight"].dtype.kind == "f":
+            lo, hi = units[0].start - self.assembly.start, units[-1].start + units[-1].rows - self.assembly.start
+            if count_nonfinite(self.assembly.dest["weight"][lo:hi]):
+                raise InputError("a weight is not finite")  # named by the reading in row order
+        return [[] for _ in units]
+
+    def decode_group(self, file, chunks, pages, stored, on_gpu, decoded: dict, notes: dict, slot: Slot | None,
+                     into: dict) -> None:
         """The chunks' pages decompressed into one buffer (``on_gpu``: the batch's ``Staged`` bytes
         on the GPU, for nvCOMP; else None, the host's codecs)
         and decoded by the batched steps, or page by page where those leave a chunk;
-        decoded[chunk] = (values in the logical type, valid or None)."""
+        decoded[chunk] = (values in the logical type, valid or None). A chunk in ``into``
+        (``places_in_destination``) the batched steps write in place."""
         xp, path, types = self.xp, str(file), self.layouts[file].types
         merged = PageTable.merge([pages[c] for c in chunks])
         data = [stored[c] for c in chunks]
@@ -498,7 +541,7 @@ class PageRead:
                 notes["host_streams"][LONG_STREAMS] = on_gpu.walked.host.start.size
         else:
             body, starts = self.decompress_on_host(data, chunks, merged, path, slot)
-        results = decode_pages(xp, batch_pages(body, starts, merged, chunks))
+        results = decode_pages(xp, batch_pages(body, starts, merged, chunks), into=[into.get(c) for c in chunks])
         for k, (chunk, (raw, reason)) in enumerate(zip(chunks, results)):
             dtype = numpy_dtype(types[chunk.name])
             if raw is not None:
