@@ -10,7 +10,7 @@ a span (its thread, its batch, when it began and ended by the host's clock). The
 read adds nothing but the clock reads, so the spans show how the batches overlap; the second
 also waits for the calling thread's CUDA stream at the end of every step, so each step's span
 holds its GPU work too. Device-to-host reads (``ndarray.get``) and stream waits are counted and
-timed. The record: per step, calls, total, mean and longest seconds; per batch, its fetch and
+timed. The record: per step, calls, total, mean and longest seconds; per batch, its read, its fetch and
 its decoding; and each read's whole time."""
 from __future__ import annotations
 
@@ -28,8 +28,9 @@ from benchmarks.orchestration import code_version
 
 # (module, owner attribute or None, function name): the steps a batch goes through, in order
 STEPS = [
-    ("tasks.parquet.read.page_reader", "PageRead", "fetch"),
+    ("tasks.parquet.read.page_reader", "PageRead", "read_batch"),
     ("tasks.parquet.read.page_reader", "PageRead", "read_bytes"),
+    ("tasks.parquet.read.page_reader", "PageRead", "fetch"),
     ("kernels.parquet.gpu_headers", None, "page_headers"),
     ("tasks.parquet.read.page_reader", None, "walk_snappy_streams"),
     ("tasks.parquet.read.page_reader", "PageRead", "process"),
@@ -62,8 +63,8 @@ class Trace:
         def traced(*args, **kwargs):
             if not trace.on:
                 return fn(*args, **kwargs)
-            if name == "PageRead.fetch":  # the batch this thread works on, by its first row group
-                units = args[1]
+            if name in ("PageRead.read_batch", "PageRead.fetch"):  # the batch this thread works on, by its
+                units = args[1] if name == "PageRead.read_batch" else args[1].units  # first row group
                 trace.batch.k = f"{os.path.basename(str(units[0].file))}:{units[0].group}"
             start, cpu = time.perf_counter(), time.thread_time()
             try:
@@ -106,12 +107,13 @@ def summary(spans) -> dict:
 
 
 def batches(spans) -> list:
-    """Per batch: its fetch (prefetch thread) and its decoding (process), start and end."""
+    """Per batch: its read (the preads' thread), its fetch (upload, page headers, Snappy walk)
+    and its decoding (process), start and end."""
     out = collections.defaultdict(dict)
     for name, _, k, start, end, _ in spans:
-        if name in ("PageRead.fetch", "PageRead.process"):
+        if name in ("PageRead.read_batch", "PageRead.fetch", "PageRead.process"):
             out[k][name.split(".")[1]] = [round(start, 4), round(end, 4)]
-    return [{"batch": k, **v} for k, v in sorted(out.items(), key=lambda kv: kv[1].get("fetch", [0])[0])]
+    return [{"batch": k, **v} for k, v in sorted(out.items(), key=lambda kv: kv[1].get("read_batch", [0])[0])]
 
 
 def main(argv=None) -> int:

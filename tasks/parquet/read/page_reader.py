@@ -88,6 +88,11 @@ BATCH_BYTES = 256 << 20
 # 0.99 s with 1, 0.91 s with 2, 0.95 s with 3), since the batches' host work is then what they
 # wait for, and costs 4.6 bytes per edge of peak.
 BATCHES_IN_FLIGHT = 2
+# Batches whose stored bytes are read ahead of those in flight, on a thread of their own, into
+# pinned buffers of their own: a batch in flight starts from its bytes in host memory, so its
+# chain of GPU steps and waits no longer begins with the preads, and the preads of one batch at
+# a time get the page cache's bandwidth to themselves.
+READS_AHEAD = 1
 
 
 @dataclasses.dataclass
@@ -239,15 +244,29 @@ class Staged:
 
 
 @dataclasses.dataclass
-class Slot:
-    """What one batch in flight holds (a GPU with nvCOMP; else all None, NumPy buffers per
-    batch): its stored bytes read into ``pinned`` (host memory pinned by CUDA) and uploaded into
-    ``device``, both sized once for the read's largest batch; the CUDA stream its steps run on;
-    ``unpacked``, a pinned buffer grown to the largest batch's pages the host's codecs
-    decompress (chunks nvCOMP may not take), uploaded in one copy; and the same for its long
-    Snappy streams."""
+class Stored:
+    """A batch's stored bytes as read (``PageRead.read_batch``): the chunks the page reader
+    takes, those the footer sends to the host reader with why, one memoryview per chunk taken,
+    and the buffer they lie in back to back (on a GPU with nvCOMP one of the read's pinned
+    buffers, given back when the batch ends) with each chunk's start in it."""
 
-    pinned: np.ndarray | None = None
+    units: list
+    wanted: list
+    fallback: dict
+    views: list
+    buffer: np.ndarray
+    starts: np.ndarray
+    held: np.ndarray | None = None  # the whole buffer of ReadBuffers that ``buffer`` begins
+
+
+@dataclasses.dataclass
+class Slot:
+    """What one batch in flight holds (a GPU with nvCOMP; else all None): ``device``, the buffer
+    its stored bytes are uploaded into, sized once for the read's largest batch; the CUDA stream
+    its steps run on; ``unpacked``, a pinned buffer grown to the largest batch's pages the host's
+    codecs decompress (chunks nvCOMP may not take), uploaded in one copy; and the same for its
+    long Snappy streams."""
+
     device: object = None
     stream: object = None
     unpacked: np.ndarray | None = None
@@ -269,6 +288,39 @@ class Slot:
             buffer = np.frombuffer(cupy.cuda.alloc_pinned_memory(size), np.uint8, size)
             setattr(self, name, buffer)
         return buffer[:size]
+
+
+class ReadBuffers:
+    """The buffers batches' stored bytes are read into ahead of their steps (``PageRead.in_flight``):
+    ``count`` of them, each ``size`` bytes of pinned host memory allocated once per read, taken by
+    a read and given back when its batch ends, so at most ``count`` batches' bytes are held at
+    once. With ``size`` None (no GPU) a read allocates its own and ``take`` gives None, still one
+    of ``count``. ``close`` ends a read that waits for one."""
+
+    def __init__(self, size: int | None, count: int):
+        self.free: queue.Queue = queue.Queue()
+        self.closed = False
+        for _ in range(count):
+            if size is None:
+                self.free.put(None)
+            else:
+                import cupy
+
+                self.free.put(np.frombuffer(cupy.cuda.alloc_pinned_memory(max(size, 1)), np.uint8, max(size, 1)))
+
+    def take(self) -> np.ndarray | None:
+        while not self.closed:
+            try:
+                return self.free.get(timeout=0.05)
+            except queue.Empty:
+                continue
+        raise RuntimeError("the read ended before this batch's bytes were read")
+
+    def give_back(self, buffer: np.ndarray | None) -> None:
+        self.free.put(buffer)
+
+    def close(self) -> None:
+        self.closed = True
 
 
 @dataclasses.dataclass
@@ -295,35 +347,44 @@ class PageRead:
         """(per unit: its string ids (src, dst) or its Signs; (column, reader, reason) per column
         chunk; {where: {reason: chunks}} for chunks decompressed on the host or decoded page by
         page)."""
-        return self.process(self.fetch(units))
+        return self.process(self.fetch(self.read_batch(units)))
 
     def in_flight(self, batches: list) -> list:
         """``batch`` for each batch, BATCHES_IN_FLIGHT of them at once on threads, each batch
-        taking a free Slot for its read, upload and steps (on the slot's stream) and giving it
-        back once its stream is done. Results in batch order; the first failing batch's error
-        (in batch order) is raised once the batches under way have ended (their launches write
-        into the read's arrays), and the batches not begun are dropped."""
-        slots = self.allocate_slots(max((self.stored_bytes(b) for b in batches), default=0)) if self.nvcomp else \
-            [Slot() for _ in range(BATCHES_IN_FLIGHT)]
+        taking a free Slot for its upload and steps (on the slot's stream) and giving it back
+        once its stream is done. Their stored bytes are read in batch order on a thread of their
+        own, up to READS_AHEAD batches ahead of those in flight, each batch's into a buffer it
+        holds until it ends (pinned on a GPU). Results in batch order; the first failing batch's
+        error (in batch order) is raised once the batches under way have ended (their launches
+        write into the read's arrays), and the batches not begun are dropped."""
+        largest = max((self.stored_bytes(b) for b in batches), default=0)
+        slots = self.allocate_slots(largest) if self.nvcomp else [Slot() for _ in range(BATCHES_IN_FLIGHT)]
         free: queue.Queue = queue.Queue()
         for slot in slots:
             free.put(slot)
+        buffers = ReadBuffers(largest if self.nvcomp else None, len(slots) + READS_AHEAD)
 
-        def run(units):
+        def run(read):
             slot = free.get()
+            stored = None
             try:
+                stored = read.result()  # a read that failed gave its buffer back
                 with slot.stream if slot.stream is not None else nullcontext():
-                    return self.process(self.fetch(units, slot))
+                    return self.process(self.fetch(stored, slot))
             finally:
                 futures_wait(slot.pending)  # the host's threads write into its buffers
                 slot.pending = []
                 if slot.stream is not None:  # its buffers are free once its launches and copies end
                     slot.stream.synchronize()
                 free.put(slot)
+                if stored is not None:
+                    buffers.give_back(stored.held)
 
+        reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-preads")
         try:
             with ThreadPoolExecutor(max_workers=len(slots), thread_name_prefix="parquet-batch") as pool:
-                futures = [pool.submit(run, b) for b in batches]
+                reads = [reader.submit(self.read_batch, b, buffers) for b in batches]
+                futures = [pool.submit(run, r) for r in reads]
                 try:
                     return [f.result() for f in futures]
                 except BaseException:
@@ -331,6 +392,8 @@ class PageRead:
                         f.cancel()
                     raise
         finally:
+            buffers.close()  # a read waiting for a buffer ends: the batches that would free one are gone
+            reader.shutdown(wait=True, cancel_futures=True)
             if self.nvcomp:  # each stream's cached blocks (its batches' buffers) back to the device
                 import cupy
 
@@ -360,9 +423,9 @@ class PageRead:
         return sum(c.size for c in self.taken(units)[0])
 
     def allocate_slots(self, size: int) -> list[Slot]:
-        """BATCHES_IN_FLIGHT slots, each a pinned and a device buffer of ``size`` bytes and a
-        non-blocking stream (the device buffer in that stream's part of CuPy's pool): once per
-        read, before the first batch (a GPU with nvCOMP only)."""
+        """BATCHES_IN_FLIGHT slots, each a device buffer of ``size`` bytes and a non-blocking
+        stream (the device buffer in that stream's part of CuPy's pool): once per read, before
+        the first batch (a GPU with nvCOMP only)."""
         import cupy
 
         size = max(size, 1)
@@ -371,16 +434,27 @@ class PageRead:
             stream = cupy.cuda.Stream(non_blocking=True)
             with stream:
                 device = cupy.empty(size, dtype=cupy.uint8)
-            slots.append(Slot(np.frombuffer(cupy.cuda.alloc_pinned_memory(size), np.uint8, size), device, stream))
+            slots.append(Slot(device, stream))
         return slots
 
-    def fetch(self, units: list[ReadUnit], slot: Slot | None = None):
-        """The batch's column chunks the page reader takes, their stored bytes read (into the
-        slot's pinned buffer on a GPU with nvCOMP, then uploaded into its device buffer, with the
-        page headers parsed and the Snappy streams walked there, on the current stream), and the
-        chunks the footer sends to the host reader, with why."""
+    def read_batch(self, units: list[ReadUnit], buffers: ReadBuffers | None = None) -> Stored:
+        """The batch's chunks the page reader takes, their stored bytes read into a buffer of
+        ``buffers`` (else one of its own), and the chunks the footer sends to the host reader."""
         wanted, fallback = self.taken(units)
-        stored, buffer, starts = self.read_bytes(units[0], wanted, slot)
+        held = None if buffers is None else buffers.take()  # waits for a batch before this one to end
+        try:
+            views, buffer, starts = self.read_bytes(units[0], wanted, held)
+        except BaseException:
+            if buffers is not None:
+                buffers.give_back(held)
+            raise
+        return Stored(units, wanted, fallback, views, buffer, starts, held)
+
+    def fetch(self, stored: Stored, slot: Slot | None = None):
+        """The batch's stored bytes, on a GPU with nvCOMP uploaded into the slot's device buffer,
+        with the page headers parsed and the Snappy streams walked there, on the current stream."""
+        units, wanted, fallback, buffer, starts = stored.units, stored.wanted, stored.fallback, stored.buffer, \
+            stored.starts
         staged = None
         if self.nvcomp and wanted:
             staged = Staged(slot.device[:buffer.size], dict(zip(wanted, starts)))
@@ -389,11 +463,12 @@ class PageRead:
                                                       [c.num_values for c in wanted])
             if staged.headers.pages.page_type.size:
                 staged.walked = walk_snappy_streams(staged.device, wanted, staged.headers.pages, starts,
-                                                    host=(stored, self.host_pool, functools.partial(slot.grown, "long_streams"),
+                                                    host=(stored.views, self.host_pool,
+                                                          functools.partial(slot.grown, "long_streams"),
                                                           str(units[0].file)))
                 if staged.walked.host is not None:
                     slot.pending += staged.walked.host.futures
-        return units, wanted, fallback, dict(zip(wanted, stored)), staged, slot
+        return units, wanted, fallback, dict(zip(wanted, stored.views)), staged, slot
 
     def process(self, fetched):
         """The batch's chunks decoded (at once, else row group by row group), its units checked
@@ -609,18 +684,15 @@ class PageRead:
             per_unit.append(self.check_and_store(u, columns, [c for g, c in fallback if g == u.group]))
         return per_unit, counts
 
-    def read_bytes(self, unit: ReadUnit, chunks: list[ColumnChunk], slot: Slot | None = None):
+    def read_bytes(self, unit: ReadUnit, chunks: list[ColumnChunk], into: np.ndarray | None = None):
         """The chunks' stored bytes from the planned file, back to back in one buffer: (a
-        memoryview per chunk, the buffer, each chunk's start in it). On a GPU with nvCOMP the
-        buffer is the slot's pinned one."""
+        memoryview per chunk, the buffer, each chunk's start in it). The buffer is the start of
+        ``into`` where given (on a GPU with nvCOMP a pinned one), else one of its own."""
         fs = self.plan.footers.filesystem
         sizes = np.array([c.size for c in chunks], np.int64)
         starts = np.cumsum(sizes) - sizes
         total = int(sizes.sum())
-        if self.nvcomp:
-            buffer = slot.pinned[:total]
-        else:
-            buffer = np.empty(total, np.uint8)
+        buffer = np.empty(total, np.uint8) if into is None else into[:total]
         if not chunks:
             return [], buffer, starts
         check_unchanged(fs, unit.file, unit.identity)
