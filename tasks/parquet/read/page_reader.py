@@ -61,7 +61,7 @@ import pyarrow.parquet as pq
 
 from kernels.parquet.decode import VALUE_ENCODINGS, to_logical
 from kernels.parquet.format import (DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE, DICTIONARY_PAGE_ENCODINGS, ENCODING_NAMES,
-                                    PHYSICAL_DTYPES, RLE)
+                                    PAGE_FIELDS, PHYSICAL_DTYPES, RLE)
 from kernels.parquet.headers import PageTable
 from tasks.errors import InputError
 from tasks.parquet.arrays import numpy_dtype
@@ -257,6 +257,33 @@ class Stored:
     buffer: np.ndarray
     starts: np.ndarray
     held: np.ndarray | None = None  # the whole buffer of ReadBuffers that ``buffer`` begins
+
+
+@dataclasses.dataclass
+class ChunkPages:
+    """The page headers of some of a batch's column chunks: ``chunks`` in batch order and one
+    table of all their pages (kernels.parquet.headers.PageTable, whose ``chunk`` column indexes
+    ``chunks``)."""
+
+    chunks: list
+    table: PageTable
+
+    @staticmethod
+    def of(tables: dict) -> ChunkPages:
+        """From chunk -> a table of its own pages (chunk index 0), in the dict's order."""
+        if not tables:
+            return ChunkPages([], PageTable({name: np.zeros(0, np.int64) for name in PAGE_FIELDS}))
+        return ChunkPages(list(tables), PageTable.merge(list(tables.values())))
+
+    def subset(self, keep: np.ndarray) -> ChunkPages:
+        """The chunks where ``keep`` (a bool per chunk) holds, and their pages, renumbered."""
+        keep = np.asarray(keep, bool)
+        if keep.all():
+            return self
+        mine = keep[self.table.chunk]
+        columns = {name: v[mine] for name, v in self.table.columns.items()}
+        columns["chunk"] = (np.cumsum(keep) - 1)[columns["chunk"]]
+        return ChunkPages([c for c, k in zip(self.chunks, keep.tolist()) if k], PageTable(columns))
 
 
 @dataclasses.dataclass
@@ -496,63 +523,75 @@ class PageRead:
             return None
         return table
 
-    def prepare_on_gpu(self, by_group, wanted, stored, staged, fallback, pages) -> None:
+    def prepare_on_gpu(self, by_group, wanted, stored, staged, fallback) -> ChunkPages:
         """``prepare`` for every chunk of the batch at once, on the GPU: page headers parsed by
         one walk per chunk, CRC32s computed where stored (kernels/parquet/gpu_headers.py). A chunk
         the walk refuses is parsed again on the host, which names the fault; a CRC32 that
         differs raises, and the batch is read again in row order (``batch``). The headers come
-        parsed by the batch's fetch (``staged.headers``)."""
-        device_stored, stored_at, headers = staged.device, staged.stored_at, staged.headers
-        refused = set(headers.refused().tolist())
-        columns = headers.pages.columns
-        first = np.searchsorted(columns["chunk"], np.arange(len(wanted) + 1))
-        screened = set(columns["chunk"][possible_fallbacks(headers.pages)].tolist())
-        for k, chunk in enumerate(wanted):
-            if k in refused:  # the host names it (or takes a header deeper than the walk's bound)
-                table = self.prepare(by_group[chunk.row_group], chunk, stored[chunk], fallback)
-                if table is not None:
-                    pages[chunk] = table
-                continue
-            table = PageTable.merge([PageTable({name: v[first[k]:first[k + 1]] for name, v in columns.items()})])
-            reason = header_fallback(table, chunk) if k in screened else None
+        parsed by the batch's fetch (``staged.headers``); the table is the batch's as it came,
+        less the chunks its headers send to the host reader (looked at one by one only where a
+        page's header may)."""
+        headers = staged.headers
+        table = headers.pages
+        first = np.searchsorted(table.chunk, np.arange(len(wanted) + 1))
+        keep = np.ones(len(wanted), bool)
+        reparsed = {}  # chunk index -> its table from the host's walk (a chunk the GPU's walk refused)
+        for k in headers.refused().tolist():  # the host names it (or takes a header deeper than the walk's bound)
+            chunk = wanted[k]
+            reparsed[k] = self.prepare(by_group[chunk.row_group], chunk, stored[chunk], fallback)
+            keep[k] = reparsed[k] is not None
+        for k in np.unique(table.chunk[possible_fallbacks(table)]).tolist():
+            chunk = wanted[k]
+            reason = header_fallback(PageTable({name: v[first[k]:first[k + 1]] for name, v in table.columns.items()}),
+                                     chunk)
             if reason:
                 fallback[chunk.row_group, chunk.name] = reason
-            else:
-                pages[chunk] = table
-        checked = [c for c in pages if bool((pages[c].crc >= 0).any())]
-        if checked:
-            at = np.concatenate([stored_at[c] + pages[c].offset[pages[c].crc >= 0] for c in checked])
-            length = np.concatenate([pages[c].compressed_size[pages[c].crc >= 0] for c in checked])
-            want = np.concatenate([pages[c].crc[pages[c].crc >= 0] for c in checked])
-            if (gpu_headers.crc32_pages(device_stored, at, length).get().astype(np.int64) != want).any():
+                keep[k] = False
+        if any(t is not None for t in reparsed.values()):  # rare: rebuilt chunk by chunk
+            pages = ChunkPages.of({wanted[k]: reparsed[k] if k in reparsed else
+                                   PageTable.merge([PageTable({name: v[first[k]:first[k + 1]]
+                                                               for name, v in table.columns.items()})])
+                                   for k in np.flatnonzero(keep).tolist()})
+        else:
+            pages = ChunkPages(wanted, table).subset(keep)
+        t = pages.table
+        checked = t.crc >= 0
+        if checked.any():
+            stored_at = np.array([staged.stored_at[c] for c in pages.chunks], np.int64)
+            at = stored_at[t.chunk[checked]] + t.offset[checked]
+            if (gpu_headers.crc32_pages(staged.device, at, t.compressed_size[checked]).get().astype(np.int64)
+                    != t.crc[checked]).any():
                 raise InputError("a page's CRC32 differs")  # named by the reading in row order
+        return pages
 
     def batch_at_once(self, units, wanted, fallback, stored, staged, slot):
         """Every chunk's headers, then one decompression per codec (nvCOMP's where usable) and
         one run of the batched decoding steps for the batch; chunks those steps leave go page by
         page. The units are then checked and stored in row order."""
         by_group = {u.group: u for u in units}
-        pages = {}
         if self.nvcomp and wanted:  # the batch's stored bytes are on the GPU (fetch); headers and CRC32s there
-            self.prepare_on_gpu(by_group, wanted, stored, staged, fallback, pages)
+            pages = self.prepare_on_gpu(by_group, wanted, stored, staged, fallback)
         else:
+            tables = {}
             for chunk in wanted:
                 table = self.prepare(by_group[chunk.row_group], chunk, stored[chunk], fallback)
                 if table is not None:
-                    pages[chunk] = table
+                    tables[chunk] = table
+            pages = ChunkPages.of(tables)
         notes = {"host_decompressed": {}, "page_decoded": {}, "host_streams": {}}
-        groups = [list(pages)]
+        groups = [(pages, self.nvcomp)]
         if self.nvcomp:  # nvCOMP takes pages a CRC32 or the Snappy walk vouches for (docstring)
-            trusted = [c for c in pages if c.codec in ("UNCOMPRESSED", "SNAPPY") or bool((pages[c].crc >= 0).all())]
-            vouched = set(trusted)
-            groups = [trusted, [c for c in pages if c not in vouched]]
-            if groups[1]:
-                notes["host_decompressed"][UNVERIFIED] = len(groups[1])
-        decoded, into = {}, self.places_in_destination(units, list(pages), fallback)
-        for group, on_gpu in zip(groups, (self.nvcomp, False)):
-            if group:
-                self.decode_group(units[0].file, group, pages, stored, staged if on_gpu else None, decoded, notes,
-                                  slot, into)
+            t = pages.table
+            every_crc = np.bincount(t.chunk, weights=t.crc < 0, minlength=len(pages.chunks)) == 0
+            trusted = np.array([c.codec in ("UNCOMPRESSED", "SNAPPY") for c in pages.chunks], bool) | every_crc
+            groups = [(pages.subset(trusted), True), (pages.subset(~trusted), False)]
+            if not trusted.all():
+                notes["host_decompressed"][UNVERIFIED] = int((~trusted).sum())
+        decoded, into = {}, self.places_in_destination(units, pages.chunks, fallback)
+        for group, on_gpu in groups:
+            if group.chunks:
+                self.decode_group(units[0].file, group, stored, staged if on_gpu else None, decoded, notes, slot,
+                                  into)
         if into and len(into) == len(wanted) and not notes["page_decoded"]:
             # every chunk's values were written in place: the batch's checks at once
             return self.check_in_place(units), [(c, "gpu", None) for _ in units for c in self.plan.footers.columns], \
@@ -596,7 +635,7 @@ class PageRead:
                 raise InputError("a weight is not finite")  # named by the reading in row order
         return [[] for _ in units]
 
-    def decode_group(self, file, chunks, pages, stored, on_gpu, decoded: dict, notes: dict, slot: Slot | None,
+    def decode_group(self, file, pages: ChunkPages, stored, on_gpu, decoded: dict, notes: dict, slot: Slot | None,
                      into: dict) -> None:
         """The chunks' pages decompressed into one buffer (``on_gpu``: the batch's ``Staged`` bytes
         on the GPU, for nvCOMP; else None, the host's codecs)
@@ -604,7 +643,7 @@ class PageRead:
         decoded[chunk] = (values in the logical type, valid or None). A chunk in ``into``
         (``places_in_destination``) the batched steps write in place."""
         xp, path, types = self.xp, str(file), self.layouts[file].types
-        merged = PageTable.merge([pages[c] for c in chunks])
+        chunks, merged = pages.chunks, pages.table
         data = [stored[c] for c in chunks]
         if on_gpu:
             body, starts, fallen_back = decompress_pages_nvcomp(data, chunks, merged, on_gpu.device,
