@@ -40,13 +40,49 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from tasks.errors import InputError, OutputError
 from tasks.parquet.store import locations
 
-PREAD_PIECE = 16 << 20  # the local disk's parallel reads: bytes per pread at most
+PREAD_LEAST = 1 << 20  # the local disk's parallel reads: bytes per pread at least (but a range's last)
+
+
+def pread_pieces(ranges, threads: int) -> list[tuple[int, int, int]]:
+    """The preads that fill ``ranges`` ((offset, size, at): file bytes [offset, offset + size)
+    to buffer bytes [at, at + size)): ranges that follow each other both in the file and in the
+    buffer are merged (a batch of whole row groups is one range), then cut into pieces of an
+    equal share of all the bytes per thread, at least PREAD_LEAST: (offset, at, size) each. So a
+    batch takes about ``threads`` preads, not one or more per column chunk: each pread returns
+    by taking the GIL back, which waits up to the interpreter's switch interval while another
+    thread runs Python (the page reader's batches in flight do)."""
+    merged: list[list[int]] = []
+    for offset, size, at in ranges:
+        if size <= 0:
+            continue
+        if merged and merged[-1][0] + merged[-1][1] == offset and merged[-1][2] + merged[-1][1] == at:
+            merged[-1][1] += size
+        else:
+            merged.append([offset, size, at])
+    piece = max(PREAD_LEAST, -(-sum(m[1] for m in merged) // max(1, threads)))
+    return [(offset + skip, at + skip, min(piece, size - skip)) for offset, size, at in merged
+            for skip in range(0, size, piece)]
+
+
+def bytes_per_range(ranges, pieces, got) -> list[int]:
+    """The bytes each range received, from the bytes each piece's pread got (fewer than asked
+    only where the file ends first)."""
+    if not ranges:
+        return []
+    at = np.array([r[2] for r in ranges], np.int64)[:, None]
+    end = at + np.array([r[1] for r in ranges], np.int64)[:, None]
+    if not pieces:
+        return [0] * len(ranges)
+    lo = np.array([p[1] for p in pieces], np.int64)[None, :]
+    hi = lo + np.array(got, np.int64)[None, :]
+    return np.clip(np.minimum(end, hi) - np.maximum(at, lo), 0, None).sum(axis=1).tolist()
 
 
 def reason(exc: OSError) -> str:
@@ -205,22 +241,19 @@ class LocalFilesystem(Filesystem):
                     threads: int = 16) -> tuple[int, list[int]]:
         """``Filesystem.read_ranges`` by ``threads`` parallel preads straight into ``out`` (a
         pinned buffer on a GPU: no copy between the read and the upload; 16 threads of pread
-        move ~37 GB/s from the page cache of an H200 host, one ~5). Ranges are split into
-        pieces of at most 16 MiB, so a few large ones still spread over the threads."""
+        move ~37 GB/s from the page cache of an H200 host, one ~5), cut as ``pread_pieces``
+        cuts them."""
         view = memoryview(out).cast("B")
-        pieces = [(k, at + skip, offset + skip, min(PREAD_PIECE, size - skip))
-                  for k, (offset, size, at) in enumerate(ranges) for skip in range(0, size, PREAD_PIECE)]
-        got = [0] * len(ranges)
+        pieces = pread_pieces(ranges, threads)
         fd = os.open(path, os.O_RDONLY)
         try:
             def read(piece):
-                k, at, offset, size = piece
-                return k, os.preadv(fd, [view[at:at + size]], offset)
+                offset, at, size = piece
+                return os.preadv(fd, [view[at:at + size]], offset)
 
             with ThreadPoolExecutor(max_workers=max(1, min(threads, len(pieces)))) as pool:
-                for k, n in pool.map(read, pieces):
-                    got[k] += n
-            return os.fstat(fd).st_size, got
+                got = list(pool.map(read, pieces))
+            return os.fstat(fd).st_size, bytes_per_range(ranges, pieces, got)
         finally:
             os.close(fd)
 
