@@ -107,7 +107,8 @@ def summary(spans) -> dict:
 
 
 def batches(spans) -> list:
-    """Per batch: its read (the preads' thread), its fetch (upload, page headers, Snappy walk)
+    """Per batch: its read (the preads' thread; from its wait for a free buffer, the
+    ``read_bytes`` steps being the preads alone), its fetch (upload, page headers, Snappy walk)
     and its decoding (process), start and end."""
     out = collections.defaultdict(dict)
     for name, _, k, start, end, _ in spans:

@@ -160,6 +160,39 @@ def test_damaged_pages_are_never_decoded_unlike_the_reference(tmp_path, xp, case
     assert_batched_agrees(xp, plan, pages, bodies, batch)
 
 
+@pytest.mark.parametrize("dictionary", [False, True], ids=["plain", "dictionary"])
+def test_values_written_in_place_fill_their_rows_and_nothing_else(tmp_path, xp, dictionary):
+    """Chunks given a place in a caller's array (``into``: the edge list being filled) land at
+    their rows there, as the reference decodes them, and every byte outside those rows stays as
+    it was; a chunk whose pages count other than its rows, or one whose page counts a negative
+    number of values (which would move the pages after it before its first row), is left to the
+    reference with its place untouched."""
+    path = tmp_path / "x.parquet"
+    values = np.arange(3000, dtype=np.int64) * 7 % 1000
+    pq.write_table(pa.table({"x": values}), path, row_group_size=1000, data_page_size=512, write_batch_size=100,
+                   use_dictionary=dictionary)
+    plan, pages, bodies, batch = batch_of(path, xp)
+    dest = xp.full(5000, 0xDEADBEEF, dtype=np.uint64)
+    places = [(dest, 100, 1000), (dest, 1100, 1000), (dest, 3000, 999)]  # the last one row short
+    results = decode_pages(xp, batch, into=places)
+    assert results[2] == (None, "values counted other than its rows")
+    expected = np.full(5000, 0xDEADBEEF, np.uint64)
+    expected[100:2100] = values[:2000].view(np.uint64)
+    np.testing.assert_array_equal(host(dest), expected)
+    for c in (0, 1):
+        np.testing.assert_array_equal(host(results[c][0]), values[1000 * c:1000 * (c + 1)].view(np.uint64))
+
+    data = np.flatnonzero((pages.chunk == 1) & (pages.page_type != 2))  # chunk 1's data pages
+    assert data.size >= 2
+    counts = pages.num_values.copy()
+    counts[data[0]], counts[data[1]] = -5, counts[data[1]] + counts[data[0]] + 5  # the total kept
+    pages.columns["num_values"] = counts
+    dest[:] = 0xDEADBEEF
+    results = decode_pages(xp, batch, into=[(dest, 0, 1000), (dest, 1000, 1000), (dest, 2000, 1000)])
+    assert results[1] == (None, "a negative value count")
+    assert (host(dest)[1000:2000] == 0xDEADBEEF).all() and (host(dest)[:1000] == values[:1000].view(np.uint64)).all()
+
+
 def test_empty_batch_and_required_columns(tmp_path, xp):
     path = tmp_path / "e.parquet"
     pq.write_table(pa.table({"x": pa.array([], pa.int64()), "k": pa.array([], pa.int64())}), path)

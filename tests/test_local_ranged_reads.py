@@ -52,13 +52,32 @@ def test_ranges_that_follow_each_other_take_one_pread_per_thread():
     """A batch of whole row groups (chunks back to back in the file and in the buffer) is read
     by one pread per thread, however many chunks it holds."""
     ranges = [(4 + k * 3_000_000, 3_000_000, k * 3_000_000) for k in range(60)]
-    pieces = pread_pieces(ranges, 16)
+    pieces = pread_pieces(ranges, 16).pieces
     assert len(pieces) == 16
     assert sum(size for _, _, size in pieces) == 60 * 3_000_000
     assert pieces[0][:2] == (4, 0) and all(o - 4 == at for o, at, _ in pieces)
 
 
+def test_no_pread_asks_for_more_than_a_call_moves(monkeypatch):
+    """Linux moves at most 0x7ffff000 bytes a pread: a piece stays at PREAD_MOST or under."""
+    monkeypatch.setattr(filesystem, "PREAD_MOST", 1000)
+    pieces = pread_pieces([(0, 10_500, 0)], 2).pieces
+    assert [size for _, _, size in pieces] == [1000] * 10 + [500]
+
+
 def test_a_short_read_counts_for_the_ranges_it_covers():
-    ranges = [(0, 10, 0), (10, 10, 10), (20, 10, 20)]
-    pieces = [(0, 0, 15), (15, 15, 15)]
-    assert bytes_per_range(ranges, pieces, [15, 7]) == [10, 10, 2]
+    """Three ranges back to back, read as two pieces of 15 bytes; the second piece got 7 (the
+    file ended): the ranges got 10, 10 and 2. A gap after a short piece counts for nothing."""
+    ranges = [(0, 10, 0), (10, 10, 10), (20, 10, 20), (100, 5, 30)]
+    plan = pread_pieces(ranges, 2)
+    plan = filesystem.PreadPlan([(0, 0, 15), (15, 15, 15), (100, 30, 5)], [0, 0, 1], plan.range_run,
+                                plan.range_inside)
+    assert bytes_per_range(ranges, plan, [15, 7, 0]) == [10, 10, 2, 0]
+
+
+def test_many_ranges_are_counted_in_linear_time():
+    """Chunks that do not follow each other (other columns between them) do not merge: 50,000
+    of them are planned and counted at once."""
+    ranges = [(k * 300, 100, k * 100) for k in range(50_000)]
+    plan = pread_pieces(ranges, 16)
+    assert bytes_per_range(ranges, plan, [size for _, _, size in plan.pieces]) == [100] * 50_000

@@ -202,26 +202,39 @@ def test_batches_in_flight_read_alike(tmp_path, xp, monkeypatch):
     assert got.report["columns"] == {c: {"gpu": 12} for c in ("src", "dst", "weight")}
 
 
-@pytest.mark.parametrize("weights", ["plain", "dictionary", "byte_stream_split", "float32", "int64"])
+# weights of the two files -> the row groups (of twelve) whose every value is written in place
+IN_PLACE = {"plain": 12, "dictionary": 12, "float32": 12, "float32 beside float64": 6, "byte_stream_split": 0,
+            "int64": 0}
+
+
+@pytest.mark.parametrize("weights", list(IN_PLACE))
 def test_values_written_in_place_read_alike(tmp_path, xp, monkeypatch, weights):
-    """Int64 ids and float64 weights of whole row groups are written by the batched steps where
+    """Ids and weights whose physical type is the edge list's dtype (int64 ids; float64 weights,
+    or float32 where every file's are) of whole row groups are written by the batched steps where
     they stay in the edge list (PLAIN and dictionary pages); beside them a column the batched
     steps leave to the page decoder (BYTE_STREAM_SPLIT) or one that needs more than a copy
-    (float32 weights widened, integer weights checked for exactness) is stored as before. Six row
-    groups in batches of two, a second file: both readers give the same arrays."""
+    (float32 weights widened beside another file's float64, integer weights checked for
+    exactness) is stored as before. Six row groups a file in batches of one or two, two files:
+    both readers give the same arrays, and the row groups written in place are those expected."""
     monkeypatch.setattr(page_reader, "BATCH_BYTES", 2 * 500 * 24)
+    checked = []
+    check_in_place = page_reader.PageRead.check_in_place
+    monkeypatch.setattr(page_reader.PageRead, "check_in_place",
+                        lambda self, units: checked.append(len(units)) or check_in_place(self, units))
     rng = np.random.default_rng(12)
     n = 3000
     options = dict(row_group_size=500, use_dictionary=weights == "dictionary")
     if weights == "byte_stream_split":
         options.update(column_encoding={"src": "PLAIN", "dst": "PLAIN", "weight": "BYTE_STREAM_SPLIT"})
-    values = {"plain": rng.random(n), "dictionary": rng.integers(0, 9, n) / 4, "byte_stream_split": rng.random(n),
-              "float32": rng.random(n).astype(np.float32), "int64": rng.integers(-2**53, 2**53, n)}[weights]
     for k in range(2):
+        values = {"plain": rng.random(n), "dictionary": rng.integers(0, 9, n) / 4, "byte_stream_split": rng.random(n),
+                  "float32": rng.random(n).astype(np.float32), "int64": rng.integers(-2**53, 2**53, n),
+                  "float32 beside float64": rng.random(n).astype(np.float32) if k == 0 else rng.random(n)}[weights]
         write_edges(tmp_path / f"part-{k}.parquet", pa.array(rng.integers(0, 2**40, n)), pa.array(rng.integers(0, 99, n)),
                     pa.array(values), **options)
     got = read_alike(tmp_path, xp)
     assert got.report["columns"] == {c: {"gpu": 12} for c in ("src", "dst", "weight")}
+    assert sum(checked) == IN_PLACE[weights]
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])

@@ -90,6 +90,9 @@ def unsupported(pages: BatchPages) -> list:
             if reasons[c] is None:
                 reasons[c] = why
 
+    # a negative count would move the pages after it before their chunk's first row (in place:
+    # onto another row group's rows, or before the array); the reference names it
+    mark(headers.num_values < 0, "a negative value count")
     mark(data & ~np.isin(encoding, (PLAIN, *DICTIONARY_INDEX_ENCODINGS)), "a value encoding decoded page by page")
     mark((kind == DATA_PAGE) & (max_def > 0) & (headers.definition_level_encoding != RLE), "levels not in RLE")
     mark((kind == DATA_PAGE_V2) & (headers.repetition_levels_length != 0), "repetition levels")
@@ -112,8 +115,10 @@ def decode_pages(xp, pages: BatchPages, into=None) -> list:
     """Per chunk: (raw values, None) decoded here, or (None, reason) for the reference.
     ``into``: per chunk None or (array, row, rows): its values go to ``array[row:row + rows]``
     (a raw view, ``RAW`` of the chunk's width), which they must fill exactly; a chunk whose pages
-    count other than ``rows`` values goes to the reference untouched. The values returned for
-    such a chunk are that slice."""
+    count other than ``rows`` values goes to the reference with its place untouched. The values
+    returned for such a chunk are that slice. A chunk with a place that fails on a page (None and
+    a reason) may have had some of its rows written there, never outside them: the caller
+    overwrites them or gives the batch up."""
     steps = _steps(xp)
     chunks = pages.itemsize.shape[0]
     into = [None] * chunks if into is None else list(into)

@@ -105,7 +105,8 @@ class Assembly:
         """The unit's rows within [start, stop), from ``columns`` (name -> an Arrow column or
         (values, valid), the module's forms), checked src, dst, weight and written into the
         destination arrays by ``put(k, dest, at, values)``. Returns the unit's string ids (src,
-        dst) or its Signs."""
+        dst) or its Signs. (The page reader checks batches written in place without it:
+        tasks.parquet.read.page_reader.PageRead.check_in_place must make any check added here.)"""
         plan, footers = self.plan, self.plan.footers
         lo, hi = max(self.start, unit.start), min(self.stop, unit.start + unit.rows)
         piece = unit

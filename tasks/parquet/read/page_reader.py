@@ -36,8 +36,10 @@ one buffer and decoded by the batched steps of kernels/parquet/batch.py; a chunk
 row order. Any error in that pass reads the batch again row group by row group through the
 reference steps, so the error raised is the first the host reader would meet. Batches run on
 the host's cores with NumPy. On CuPy, BATCHES_IN_FLIGHT batches run at once, each on a thread
-and a CUDA stream of its own with a slot of its own: a pinned host buffer and a device buffer,
-each as large as the largest batch's stored bytes, allocated once per read. Why several: a
+and a CUDA stream of its own with a slot of its own: a device buffer as large as the largest
+batch's stored bytes, allocated once per read; their stored bytes are read ahead, in batch
+order, on a thread of their own into a ring of pinned host buffers of that size (one per batch
+in flight and READS_AHEAD more). Why several: a
 batch's GPU steps are bound by its longest page, not by its bytes (the Snappy walk and nvCOMP
 take a stream per warp), so one batch at a time leaves most of the GPU idle for most of its time
 (`benchmarks.page_reader_timeline`). For the same reason a batch's Snappy streams far longer
@@ -82,8 +84,8 @@ LONG_STREAMS = "Snappy pages far longer than their batch's others"  # counted in
 # Uncompressed column-chunk bytes per batch: bounds the decompressed pages held at once (on the
 # GPU, beside the edge list being filled) while giving nvCOMP many pages per call.
 BATCH_BYTES = 256 << 20
-# Batches read at once on a GPU (each a thread, a CUDA stream, a pinned and a device buffer of a
-# batch's stored bytes, about 1 GB of device memory per 256 MiB batch at Kron-24): with a batch's
+# Batches read at once on a GPU (each a thread, a CUDA stream, a device buffer of a batch's
+# stored bytes and a pinned one, about 1 GB of device memory per 256 MiB batch at Kron-24): with a batch's
 # long Snappy streams on the host's cores, a third batch gains nothing (at Kron-24 on an H100:
 # 0.99 s with 1, 0.91 s with 2, 0.95 s with 3), since the batches' host work is then what they
 # wait for, and costs 4.6 bytes per edge of peak.
@@ -383,13 +385,14 @@ class PageRead:
         own, up to READS_AHEAD batches ahead of those in flight, each batch's into a buffer it
         holds until it ends (pinned on a GPU). Results in batch order; the first failing batch's
         error (in batch order) is raised once the batches under way have ended (their launches
-        write into the read's arrays), and the batches not begun are dropped."""
+        write into the read's arrays), and the batches not begun are dropped (reads already
+        under way, at most one per buffer, end first)."""
         largest = max((self.stored_bytes(b) for b in batches), default=0)
         slots = self.allocate_slots(largest) if self.nvcomp else [Slot() for _ in range(BATCHES_IN_FLIGHT)]
         free: queue.Queue = queue.Queue()
         for slot in slots:
             free.put(slot)
-        buffers = ReadBuffers(largest if self.nvcomp else None, len(slots) + READS_AHEAD)
+        buffers = reader = None
 
         def run(read):
             slot = free.get()
@@ -407,8 +410,9 @@ class PageRead:
                 if stored is not None:
                     buffers.give_back(stored.held)
 
-        reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-preads")
         try:
+            buffers = ReadBuffers(largest if self.nvcomp else None, len(slots) + READS_AHEAD)
+            reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-preads")
             with ThreadPoolExecutor(max_workers=len(slots), thread_name_prefix="parquet-batch") as pool:
                 reads = [reader.submit(self.read_batch, b, buffers) for b in batches]
                 futures = [pool.submit(run, r) for r in reads]
@@ -419,8 +423,10 @@ class PageRead:
                         f.cancel()
                     raise
         finally:
-            buffers.close()  # a read waiting for a buffer ends: the batches that would free one are gone
-            reader.shutdown(wait=True, cancel_futures=True)
+            if buffers is not None:
+                buffers.close()  # a read waiting for a buffer ends: the batches that would free one are gone
+            if reader is not None:
+                reader.shutdown(wait=True, cancel_futures=True)
             if self.nvcomp:  # each stream's cached blocks (its batches' buffers) back to the device
                 import cupy
 
@@ -602,11 +608,13 @@ class PageRead:
     def places_in_destination(self, units, chunks, fallback) -> dict:
         """chunk -> (raw view of its column's array in the edge list, its first row there, its
         rows): the chunks whose values the batched steps may write where they stay, because
-        storing them would only copy them (kernels.parquet.batch.decode_pages' ``into``). None
+        storing them would only copy them (kernels.parquet.batch.decode_pages' ``into``). Empty
         where any unit needs more than a copy: a filter's rows, rows cut at the read's ends, a
         column left to the host reader, string ids, uint64 ids beside signed ones; per column,
         only a physical type that is the destination's dtype and the logical type too (int64 ids
-        from INT64, float64 weights from DOUBLE)."""
+        from INT64, int32 ids from INT32 where every file's are, float64 weights from DOUBLE,
+        float32 from FLOAT where every file's are). ``check_in_place`` then stands for
+        ``Assembly.check_and_store``'s checks: a check added there must be added there too."""
         assembly, footers = self.assembly, self.plan.footers
         if footers.strings or footers.mixed_signs or fallback or any(
                 u.keep is not None or u.start < assembly.start or u.start + u.rows > assembly.stop for u in units):
