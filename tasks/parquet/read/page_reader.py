@@ -539,7 +539,6 @@ class PageRead:
         page's header may)."""
         headers = staged.headers
         table = headers.pages
-        first = np.searchsorted(table.chunk, np.arange(len(wanted) + 1))
         keep = np.ones(len(wanted), bool)
         reparsed = {}  # chunk index -> its table from the host's walk (a chunk the GPU's walk refused)
         for k in headers.refused().tolist():  # the host names it (or takes a header deeper than the walk's bound)
@@ -548,15 +547,12 @@ class PageRead:
             keep[k] = reparsed[k] is not None
         for k in np.unique(table.chunk[possible_fallbacks(table)]).tolist():
             chunk = wanted[k]
-            reason = header_fallback(PageTable({name: v[first[k]:first[k + 1]] for name, v in table.columns.items()}),
-                                     chunk)
+            reason = header_fallback(table.pages_of(k), chunk)
             if reason:
                 fallback[chunk.row_group, chunk.name] = reason
                 keep[k] = False
         if any(t is not None for t in reparsed.values()):  # rare: rebuilt chunk by chunk
-            pages = ChunkPages.of({wanted[k]: reparsed[k] if k in reparsed else
-                                   PageTable.merge([PageTable({name: v[first[k]:first[k + 1]]
-                                                               for name, v in table.columns.items()})])
+            pages = ChunkPages.of({wanted[k]: reparsed[k] if k in reparsed else table.pages_of(k)
                                    for k in np.flatnonzero(keep).tolist()})
         else:
             pages = ChunkPages(wanted, table).subset(keep)

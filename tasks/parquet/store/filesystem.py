@@ -46,62 +46,7 @@ import pyarrow.fs as pafs
 from tasks.errors import InputError, OutputError
 from tasks.parquet.store import locations
 
-PREAD_LEAST = 1 << 20  # the local disk's parallel reads: bytes per pread at least (but a range's last)
-PREAD_MOST = 1 << 30  # and at most (Linux moves at most 0x7ffff000 bytes a call)
-
-
-@dataclass(frozen=True)
-class PreadPlan:
-    """The preads that fill a list of ranges ((offset, size, at): file bytes [offset, offset +
-    size) to buffer bytes [at, at + size)): ``pieces`` as (offset, at, size), each a part of one
-    merged run ``run[p]``; per range its run and where it starts inside it."""
-
-    pieces: list
-    run: list  # per piece: the index of its merged run
-    range_run: list  # per range: its run (-1 for an empty range)
-    range_inside: list  # per range: its first byte's place within its run
-
-
-def pread_pieces(ranges, threads: int) -> PreadPlan:
-    """Ranges that follow each other both in the file and in the buffer are merged (a batch of
-    whole row groups is one run), then cut into pieces of an equal share of all the bytes per
-    thread, at least PREAD_LEAST and at most PREAD_MOST. So a batch takes about ``threads``
-    preads, not one or more per column chunk."""
-    merged: list[list[int]] = []
-    range_run, range_inside = [], []
-    for offset, size, at in ranges:
-        if size <= 0:
-            range_run.append(-1)
-            range_inside.append(0)
-            continue
-        if merged and merged[-1][0] + merged[-1][1] == offset and merged[-1][2] + merged[-1][1] == at:
-            range_inside.append(merged[-1][1])
-            merged[-1][1] += size
-        else:
-            range_inside.append(0)
-            merged.append([offset, size, at])
-        range_run.append(len(merged) - 1)
-    piece = min(PREAD_MOST, max(PREAD_LEAST, -(-sum(m[1] for m in merged) // max(1, threads))))
-    pieces, run = [], []
-    for k, (offset, size, at) in enumerate(merged):
-        for skip in range(0, size, piece):
-            pieces.append((offset + skip, at + skip, min(piece, size - skip)))
-            run.append(k)
-    return PreadPlan(pieces, run, range_run, range_inside)
-
-
-def bytes_per_range(ranges, plan: PreadPlan, got) -> list[int]:
-    """The bytes each range received, from the bytes each piece's pread got (fewer than asked
-    only where the file ends first): a run holds the bytes of its pieces up to its first short
-    one."""
-    filled = [0] * (max(plan.run, default=-1) + 1)
-    short = [False] * len(filled)
-    for k, (_, _, size), n in zip(plan.run, plan.pieces, got):
-        if not short[k]:
-            filled[k] += n
-            short[k] = n < size
-    return [0 if k < 0 else min(size, max(0, filled[k] - inside))
-            for (_, size, _), k, inside in zip(ranges, plan.range_run, plan.range_inside)]
+PREAD_PIECE = 16 << 20  # the local disk's parallel reads: bytes per pread at most
 
 
 def reason(exc: OSError) -> str:
@@ -260,19 +205,22 @@ class LocalFilesystem(Filesystem):
                     threads: int = 16) -> tuple[int, list[int]]:
         """``Filesystem.read_ranges`` by ``threads`` parallel preads straight into ``out`` (a
         pinned buffer on a GPU: no copy between the read and the upload; 16 threads of pread
-        move ~37 GB/s from the page cache of an H200 host, one ~5), cut as ``pread_pieces``
-        cuts them."""
+        move ~37 GB/s from the page cache of an H200 host, one ~5). Ranges are split into
+        pieces of at most 16 MiB, so a few large ones still spread over the threads."""
         view = memoryview(out).cast("B")
-        plan = pread_pieces(ranges, threads)
+        pieces = [(k, at + skip, offset + skip, min(PREAD_PIECE, size - skip))
+                  for k, (offset, size, at) in enumerate(ranges) for skip in range(0, size, PREAD_PIECE)]
+        got = [0] * len(ranges)
         fd = os.open(path, os.O_RDONLY)
         try:
             def read(piece):
-                offset, at, size = piece
-                return os.preadv(fd, [view[at:at + size]], offset)
+                k, at, offset, size = piece
+                return k, os.preadv(fd, [view[at:at + size]], offset)
 
-            with ThreadPoolExecutor(max_workers=max(1, min(threads, len(plan.pieces)))) as pool:
-                got = list(pool.map(read, plan.pieces))
-            return os.fstat(fd).st_size, bytes_per_range(ranges, plan, got)
+            with ThreadPoolExecutor(max_workers=max(1, min(threads, len(pieces)))) as pool:
+                for k, n in pool.map(read, pieces):
+                    got[k] += n
+            return os.fstat(fd).st_size, got
         finally:
             os.close(fd)
 
