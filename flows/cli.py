@@ -65,7 +65,7 @@ def main(kind: str, argv=None) -> int:
         # the input's one plan, before Prefect: a refused input (not Parquet, a column missing
         # or mistyped) is this command's error line within a fraction of a second
         plan = command_plan(params)
-        device_start.start_early(args.backend, runner_kind, args.partitions, plan)  # beside the imports below
+        device_start.start_early(args.backend, runner_kind, args.partitions, plan, args.reader)  # beside the imports below
         if not api_url_configured_outside_prefect():
             server = TemporaryServer()  # boots while the imports below run
         watchdog = interrupts.Watchdog(params, server)

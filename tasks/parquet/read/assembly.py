@@ -77,6 +77,11 @@ def store(k: int, dest, at: int, values) -> None:
     dest[at:at + values.shape[0]] = array_module(dest).asarray(values).astype(dest.dtype, copy=False)
 
 
+def units_between(plan: InputPlan, start: int, stop: int) -> list[ReadUnit]:
+    """The plan's units holding rows of [start, stop), in row order."""
+    return [u for u in plan.footers.units if u.start < stop and u.start + u.rows > start]
+
+
 @dataclass
 class Assembly:
     """Global rows [start, stop) of ``plan`` being read into arrays of ``xp``, allocated once:
@@ -99,7 +104,7 @@ class Assembly:
 
     def units(self) -> list[ReadUnit]:
         """The plan's units holding rows of [start, stop), in row order."""
-        return [u for u in self.plan.footers.units if u.start < self.stop and u.start + u.rows > self.start]
+        return units_between(self.plan, self.start, self.stop)
 
     def check_and_store(self, unit: ReadUnit, columns: dict, put=store):
         """The unit's rows within [start, stop), from ``columns`` (name -> an Arrow column or

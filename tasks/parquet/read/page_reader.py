@@ -72,7 +72,7 @@ from kernels.backend import count_nonfinite
 from kernels.parquet.batch import RAW, decode_pages
 from tasks.parquet.codec.decompress import (HOST_CODECS, check_page_crcs, decompress_pages_host, decompress_pages_nvcomp,
                                             nvcomp_usable, walk_snappy_streams)
-from tasks.parquet.read.assembly import Assembly, Rows, count_chunks, new_report, run_in_order
+from tasks.parquet.read.assembly import Assembly, Rows, count_chunks, new_report, run_in_order, units_between
 from tasks.parquet.read.host_reader import read_row_group
 from tasks.parquet.read.pages import (ColumnChunk, batch_pages, decode_chunks, parse_page_headers, plan_column_chunks,
                                       read_chunk_bytes, read_chunks_into)
@@ -189,10 +189,7 @@ class PageReader:
         nvcomp = xp is not np and nvcomp_usable()
         report = new_report("gpu", footers.columns, xp=xp.__name__, decompress="nvCOMP" if nvcomp else "host",
                             host_decompressed={}, page_decoded={}, host_streams={})
-        layouts: dict = {}
-        for u in units:
-            if u.file not in layouts:
-                layouts[u.file] = file_layout(u, footers.columns)
+        layouts = file_layouts(units, footers.columns)
         read = PageRead(assembly, nvcomp, layouts)
         batches = batch_units(units, footers.columns)
         if nvcomp:
@@ -213,6 +210,58 @@ class PageReader:
         if xp is not np:
             xp.cuda.Device().synchronize()
         return assembly.rows(per_unit, report)
+
+
+def prepare_first_read(plan: InputPlan) -> None:
+    """What a process's first GPU read of ``plan`` would pay before its first batch, paid now:
+    nvCOMP's library loaded, and the pinned host buffers its stored bytes are read into (the
+    read's ``ReadBuffers``: BATCHES_IN_FLIGHT + READS_AHEAD of its largest batch's stored bytes)
+    allocated and freed into CuPy's pinned pool, which hands a freed block to the next request
+    of its size. Pinning is the dear part (the system zeroes and locks every page). The command
+    line's device start calls this on its own thread while the command imports Prefect (a GPU
+    run of the whole input on this process, the page reader chosen)."""
+    if not nvcomp_usable():
+        return
+    import cupy
+
+    footers = plan.footers
+    units = units_between(plan, 0, footers.rows)
+    size, count = read_ring(plan, file_layouts(units, footers.columns), batch_units(units, footers.columns))
+    blocks = [cupy.cuda.alloc_pinned_memory(size) for _ in range(count)]
+    del blocks  # back to the pool, each kept for the read's request of its size
+
+
+def file_layouts(units: list[ReadUnit], columns: list[str]) -> dict:
+    """file -> its FileLayout, for the files of ``units``."""
+    layouts: dict = {}
+    for u in units:
+        if u.file not in layouts:
+            layouts[u.file] = file_layout(u, columns)
+    return layouts
+
+
+def chunks_taken(plan: InputPlan, layout: FileLayout, units: list[ReadUnit]):
+    """The units' column chunks the footer lets the page reader take, and {(row group, column):
+    why} for those it sends to the host reader."""
+    ends = (plan.src_col, plan.dst_col)
+    wanted, fallback = [], {}
+    for u in units:
+        for c in plan.footers.columns:
+            chunk = layout.chunks.get((u.group, c))
+            reason = footer_fallback(layout, chunk, c, c in ends)
+            if reason:
+                fallback[u.group, c] = reason
+            else:
+                wanted.append(chunk)
+    return wanted, fallback
+
+
+def read_ring(plan: InputPlan, layouts: dict, batches: list[list[ReadUnit]]) -> tuple[int, int]:
+    """(bytes, count) of the pinned buffers a GPU read of ``batches`` reads their stored bytes
+    into (``ReadBuffers``): its largest batch's stored bytes that the page reader takes (at least
+    one), one buffer per batch in flight and READS_AHEAD more."""
+    largest = max((sum(c.size for c in chunks_taken(plan, layouts[b[0].file], b)[0]) for b in batches), default=0)
+    return max(largest, 1), BATCHES_IN_FLIGHT + READS_AHEAD
 
 
 def batch_units(units: list[ReadUnit], columns: list[str]) -> list[list[ReadUnit]]:
@@ -387,7 +436,7 @@ class PageRead:
         error (in batch order) is raised once the batches under way have ended (their launches
         write into the read's arrays), and the batches not begun are dropped (reads already
         under way, at most one per buffer, end first)."""
-        largest = max((self.stored_bytes(b) for b in batches), default=0)
+        largest, ring = read_ring(self.plan, self.layouts, batches)
         slots = self.allocate_slots(largest) if self.nvcomp else [Slot() for _ in range(BATCHES_IN_FLIGHT)]
         free: queue.Queue = queue.Queue()
         for slot in slots:
@@ -411,7 +460,7 @@ class PageRead:
                     buffers.give_back(stored.held)
 
         try:
-            buffers = ReadBuffers(largest if self.nvcomp else None, len(slots) + READS_AHEAD)
+            buffers = ReadBuffers(largest if self.nvcomp else None, ring)
             reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-preads")
             with ThreadPoolExecutor(max_workers=len(slots), thread_name_prefix="parquet-batch") as pool:
                 reads = [reader.submit(self.read_batch, b, buffers) for b in batches]
@@ -436,24 +485,8 @@ class PageRead:
                     cupy.get_default_memory_pool().free_all_blocks(stream=slot.stream)
 
     def taken(self, units: list[ReadUnit]):
-        """The batch's column chunks the footer lets the page reader take, and {(row group,
-        column): why} for those it sends to the host reader."""
-        layout = self.layouts[units[0].file]
-        ends = (self.plan.src_col, self.plan.dst_col)
-        wanted, fallback = [], {}
-        for u in units:
-            for c in self.plan.footers.columns:
-                chunk = layout.chunks.get((u.group, c))
-                reason = footer_fallback(layout, chunk, c, c in ends)
-                if reason:
-                    fallback[u.group, c] = reason
-                else:
-                    wanted.append(chunk)
-        return wanted, fallback
-
-    def stored_bytes(self, units: list[ReadUnit]) -> int:
-        """The stored bytes of the batch's chunks the page reader takes."""
-        return sum(c.size for c in self.taken(units)[0])
+        """``chunks_taken`` of the batch."""
+        return chunks_taken(self.plan, self.layouts[units[0].file], units)
 
     def allocate_slots(self, size: int) -> list[Slot]:
         """BATCHES_IN_FLIGHT slots, each a device buffer of ``size`` bytes and a non-blocking
