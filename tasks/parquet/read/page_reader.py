@@ -217,7 +217,7 @@ def prepare_first_read(plan: InputPlan) -> None:
     nvCOMP's library loaded, and the pinned host buffers its stored bytes are read into (the
     read's ``ReadBuffers``: BATCHES_IN_FLIGHT + READS_AHEAD of its largest batch's stored bytes)
     allocated and freed into CuPy's pinned pool, which hands a freed block to the next request
-    of its size. Pinning is the dear part (the system zeroes and locks every page). The command
+    of its size. Pinning zeroes and locks every page, at a cost in proportion to the bytes. The command
     line's device start calls this on its own thread while the command imports Prefect (a GPU
     run of the whole input on this process, the page reader chosen)."""
     if not nvcomp_usable():
